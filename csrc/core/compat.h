@@ -1,0 +1,54 @@
+/* Kernel interfaces newer than some supported kernels or C libraries.
+ *
+ * Each probe is cached in a static _Atomic tri-state by its user, because
+ * worker and supervisor threads probe concurrently. A transient EMFILE or
+ * ENOMEM is never cached as "unsupported". */
+#ifndef KS_CORE_COMPAT_H
+#define KS_CORE_COMPAT_H
+
+#include <signal.h>
+#include <stdbool.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#ifndef SYS_pidfd_send_signal
+#define SYS_pidfd_send_signal 424
+#endif
+#ifndef SYS_pidfd_open
+#define SYS_pidfd_open 434
+#endif
+#ifndef SYS_close_range
+#define SYS_close_range 436
+#endif
+#ifndef SYS_openat2
+#define SYS_openat2 437
+#endif
+#ifndef CLONE_PIDFD
+#define CLONE_PIDFD 0x00001000
+#endif
+
+enum ks_feature {
+  KS_FEATURE_OPENAT2 = 1 << 0,
+  KS_FEATURE_CLONE_PIDFD = 1 << 1,
+  KS_FEATURE_CLOSE_RANGE = 1 << 2,
+  KS_FEATURE_MEMFD = 1 << 3,
+};
+
+/* Tests force the fallback paths on a kernel that has every feature:
+ * features listed here behave as if the kernel answered ENOSYS. */
+void ks_compat_disable(unsigned features);
+bool ks_compat_disabled(enum ks_feature feature);
+
+static inline int ks_sys_pidfd_open(pid_t pid, unsigned flags) {
+  return (int) syscall(SYS_pidfd_open, pid, flags);
+}
+
+static inline int ks_sys_pidfd_send_signal(int pidfd, int sig) {
+  return (int) syscall(SYS_pidfd_send_signal, pidfd, sig, NULL, 0);
+}
+
+static inline int ks_sys_close_range(unsigned first, unsigned last, unsigned flags) {
+  return (int) syscall(SYS_close_range, first, last, flags);
+}
+
+#endif

@@ -1,0 +1,313 @@
+/* Spawning and owning kern processes.
+ *
+ * The child is created with clone(CLONE_VM | CLONE_VFORK | CLONE_PIDFD): it
+ * borrows our memory until execve, like posix_spawn, so spawning costs no page
+ * table copy however large the Node heap is, and the pidfd arrives atomically
+ * with the pid. The parent thread is suspended until the child has exec'd or
+ * exited, which also makes the child's failure report (written to our memory)
+ * safe to read once clone returns. */
+#define _GNU_SOURCE
+#include "proc.h"
+
+#include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "compat.h"
+#include "util.h"
+
+#define KS__CHILD_STACK_SIZE (64 * 1024)
+#define KS__FALLBACK_FD_LIMIT 65536
+
+enum ks__child_step {
+  KS__STEP_NONE = 0,
+  KS__STEP_SETSID,
+  KS__STEP_PDEATHSIG,
+  KS__STEP_PARENT_GONE,
+  KS__STEP_DUP,
+  KS__STEP_EXECVE,
+};
+
+struct ks__child {
+  const struct ks_spawn_plan *plan;
+  int fds[KS_SPAWN_MAX_FDS]; /* each >= plan->nfds, or already equal to its index */
+  pid_t parent;
+  int fd_limit;
+  bool use_close_range;
+  /* Written by the child into our memory (CLONE_VM), read after clone returns. */
+  volatile int step;
+  volatile int errnum;
+};
+
+/* -1 unknown, 0 unsupported, 1 supported */
+static _Atomic int ks__clone_pidfd_support = -1;
+
+static const char *ks__step_syscall(int step) {
+  switch (step) {
+  case KS__STEP_SETSID: return "setsid";
+  case KS__STEP_PDEATHSIG: return "prctl";
+  case KS__STEP_PARENT_GONE: return "getppid";
+  case KS__STEP_DUP: return "dup2";
+  default: return "execve";
+  }
+}
+
+static __attribute__((noreturn)) void ks__child_fail(struct ks__child *c, int step,
+                                                     int errnum) {
+  c->errnum = errnum;
+  c->step = step;
+  _exit(127);
+}
+
+/* Runs in the child, on its own stack but in our address space: only
+ * async-signal-safe calls, no allocation, no locks, no writes to our memory
+ * except the failure report. */
+static int ks__child_main(void *arg) {
+  struct ks__child *c = arg;
+  const struct ks_spawn_plan *plan = c->plan;
+  struct sigaction dfl;
+  sigset_t empty;
+  int i;
+
+  /* Node ignores SIGPIPE and installs handlers; execve keeps ignored
+   * dispositions, so reset every one or `yes | head -1` hangs in the box.
+   * Without CLONE_SIGHAND this changes only the child's table. */
+  memset(&dfl, 0, sizeof dfl);
+  dfl.sa_handler = SIG_DFL;
+  for (i = 1; i < NSIG; i++) {
+    if (i != SIGKILL && i != SIGSTOP)
+      (void) sigaction(i, &dfl, NULL);
+  }
+
+  /* A new session: its own process group to kill as a unit, and no
+   * controlling terminal to push input into (TIOCSTI). */
+  if (setsid() < 0)
+    ks__child_fail(c, KS__STEP_SETSID, errno);
+
+  if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
+    ks__child_fail(c, KS__STEP_PDEATHSIG, errno);
+  /* The parent may have died before prctl: then nothing would ever deliver
+   * the signal, so give up instead of running unsupervised. */
+  if (getppid() != c->parent)
+    ks__child_fail(c, KS__STEP_PARENT_GONE, ESRCH);
+
+  for (i = 0; i < plan->nfds; i++) {
+    int src = c->fds[i];
+    if (src == i) {
+      int flags = fcntl(i, F_GETFD);
+      if (flags < 0 || fcntl(i, F_SETFD, flags & ~FD_CLOEXEC) < 0)
+        ks__child_fail(c, KS__STEP_DUP, errno);
+    } else if (dup2(src, i) < 0) {
+      ks__child_fail(c, KS__STEP_DUP, errno);
+    }
+  }
+
+  /* Descriptors other threads of the host opened without O_CLOEXEC must not
+   * reach kern or the box. */
+  if (!c->use_close_range || ks_sys_close_range((unsigned) plan->nfds, ~0U, 0) < 0) {
+    for (i = plan->nfds; i < c->fd_limit; i++)
+      (void) close(i);
+  }
+
+  sigemptyset(&empty);
+  (void) sigprocmask(SIG_SETMASK, &empty, NULL);
+  execve(plan->path, plan->argv, plan->envp);
+  ks__child_fail(c, KS__STEP_EXECVE, errno);
+}
+
+static int ks__fd_limit(void) {
+  struct rlimit rl;
+  if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur == RLIM_INFINITY ||
+      rl.rlim_cur > KS__FALLBACK_FD_LIMIT)
+    return KS__FALLBACK_FD_LIMIT;
+  return (int) rl.rlim_cur;
+}
+
+/* One clone attempt. Returns the pid, or -1 with errno set. */
+static pid_t ks__clone(struct ks__child *c, bool with_pidfd, int *ret_pidfd) {
+  sigset_t all;
+  sigset_t old;
+  void *stack;
+  pid_t pid;
+  int saved;
+  int flags = CLONE_VM | CLONE_VFORK | SIGCHLD;
+
+  if (with_pidfd)
+    flags |= CLONE_PIDFD;
+  stack = mmap(NULL, KS__CHILD_STACK_SIZE, PROT_READ | PROT_WRITE,
+               MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+  if (stack == MAP_FAILED)
+    return -1;
+  /* No handler of ours may run in the child while it shares our memory. */
+  sigfillset(&all);
+  (void) pthread_sigmask(SIG_SETMASK, &all, &old);
+  pid = clone(ks__child_main, (char *) stack + KS__CHILD_STACK_SIZE, flags, c, ret_pidfd);
+  saved = errno;
+  (void) pthread_sigmask(SIG_SETMASK, &old, NULL);
+  (void) munmap(stack, KS__CHILD_STACK_SIZE);
+  errno = saved;
+  return pid;
+}
+
+int ks_proc_spawn(const struct ks_spawn_plan *plan, struct ks_proc *ret_proc,
+                  struct ks_err *err) {
+  struct ks__child c;
+  int low_dups[KS_SPAWN_MAX_FDS];
+  int pidfd = -1;
+  int support;
+  pid_t pid;
+  int ret = 0;
+  int i;
+
+  *ret_proc = (struct ks_proc) KS_PROC_INIT;
+  if (plan->nfds < 3 || plan->nfds > KS_SPAWN_MAX_FDS)
+    return ks_err_set(err, EINVAL, "spawn", plan->path);
+
+  memset(&c, 0, sizeof c);
+  c.plan = plan;
+  c.parent = getpid();
+  c.fd_limit = ks__fd_limit();
+  c.use_close_range = !ks_compat_disabled(KS_FEATURE_CLOSE_RANGE);
+  for (i = 0; i < KS_SPAWN_MAX_FDS; i++)
+    low_dups[i] = -1;
+
+  /* The child installs fds[i] as fd i in index order; a source below nfds
+   * (other than i itself) could be overwritten before it is copied, so
+   * lift such sources out of the way first. */
+  for (i = 0; i < plan->nfds; i++) {
+    int src = plan->fds[i];
+    if (src < 0) {
+      ret = ks_err_set(err, EBADF, "spawn", plan->path);
+      goto out;
+    }
+    if (src != i && src < plan->nfds) {
+      low_dups[i] = fcntl(src, F_DUPFD_CLOEXEC, plan->nfds);
+      if (low_dups[i] < 0) {
+        ret = ks_err_set(err, errno, "fcntl", NULL);
+        goto out;
+      }
+      src = low_dups[i];
+    }
+    c.fds[i] = src;
+  }
+
+  support = atomic_load(&ks__clone_pidfd_support);
+  if (ks_compat_disabled(KS_FEATURE_CLONE_PIDFD))
+    support = 0;
+  pid = ks__clone(&c, support != 0, &pidfd);
+  if (pid < 0 && support != 0 && errno == EINVAL) {
+    /* Kernels before 5.2 refuse CLONE_PIDFD; delete once 5.3 is the floor. */
+    atomic_store(&ks__clone_pidfd_support, 0);
+    pid = ks__clone(&c, false, &pidfd);
+  } else if (pid > 0 && support < 0) {
+    atomic_store(&ks__clone_pidfd_support, 1);
+  }
+  if (pid < 0) {
+    ret = ks_err_set(err, errno, "clone", plan->path);
+    goto out;
+  }
+
+  if (c.step != KS__STEP_NONE) {
+    /* CLONE_VFORK returned, so the child has already _exit'ed: reap it now
+     * so that a failed spawn leaves no zombie. */
+    int status;
+    while (waitpid(pid, &status, __WALL) < 0 && errno == EINTR) {
+    }
+    ks_close_keep_errno(pidfd);
+    ret = ks_err_set(err, c.errnum, ks__step_syscall(c.step), plan->path);
+    goto out;
+  }
+
+  if (pidfd < 0) {
+    /* Race-free: the child is unreaped, so its pid cannot have been reused. */
+    pidfd = ks_sys_pidfd_open(pid, 0);
+    if (pidfd < 0) {
+      int saved = errno;
+      int status;
+      (void) kill(pid, SIGKILL);
+      while (waitpid(pid, &status, __WALL) < 0 && errno == EINTR) {
+      }
+      ret = ks_err_set(err, saved, "pidfd_open", plan->path);
+      goto out;
+    }
+  }
+
+  ret_proc->pid = pid;
+  ret_proc->pidfd = pidfd;
+  ret_proc->reaped = false;
+
+out:
+  for (i = 0; i < KS_SPAWN_MAX_FDS; i++)
+    ks_close_keep_errno(low_dups[i]);
+  return ret;
+}
+
+int ks_proc_signal(struct ks_proc *p, int sig) {
+  if (p->reaped)
+    return 0;
+  if (p->pidfd >= 0 && ks_sys_pidfd_send_signal(p->pidfd, sig) == 0)
+    return 0;
+  if (errno == ESRCH)
+    return 0;
+  /* No pidfd_send_signal (Linux < 5.1): the pid is still ours because the
+   * child is unreaped. */
+  if (kill(p->pid, sig) < 0 && errno != ESRCH)
+    return -errno;
+  return 0;
+}
+
+int ks_proc_signal_group(struct ks_proc *p, int sig) {
+  if (p->reaped)
+    return 0;
+  if (kill(-p->pid, sig) < 0 && errno != ESRCH)
+    return -errno;
+  return 0;
+}
+
+int ks_proc_try_reap(struct ks_proc *p, int *ret_status, struct rusage *ret_usage) {
+  int status = 0;
+  pid_t r;
+
+  if (p->reaped)
+    return -ECHILD;
+  do {
+    r = wait4(p->pid, &status, WNOHANG | __WALL, ret_usage);
+  } while (r < 0 && errno == EINTR);
+  if (r == 0)
+    return 0;
+  if (r < 0) {
+    /* ECHILD: a foreign waitpid(-1) in the host took our child's status.
+     * The pid is gone either way; never signal it again. */
+    int saved = errno;
+    p->reaped = true;
+    return -saved;
+  }
+  p->reaped = true;
+  *ret_status = status;
+  return 1;
+}
+
+void ks_proc_kill_and_reap(struct ks_proc *p) {
+  int status;
+
+  if (p->reaped)
+    return;
+  /* Group first, while the leader still pins the group id. */
+  (void) ks_proc_signal_group(p, SIGKILL);
+  (void) ks_proc_signal(p, SIGKILL);
+  while (wait4(p->pid, &status, __WALL, NULL) < 0 && errno == EINTR) {
+  }
+  p->reaped = true;
+}
+
+void ks_proc_close(struct ks_proc *p) {
+  ks_close_keep_errno(p->pidfd);
+  p->pidfd = -1;
+}

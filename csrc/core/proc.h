@@ -1,0 +1,69 @@
+/* Child processes held by a pidfd.
+ *
+ * A child is always held in a struct ks_proc, never as a bare pid. Until it is
+ * reaped its pid, and so its process group id, cannot be given to another
+ * process; once `reaped` is set, nothing here signals it again. Nothing here
+ * calls waitpid(-1) or touches SIGCHLD: Node's own children are not ours. */
+#ifndef KS_CORE_PROC_H
+#define KS_CORE_PROC_H
+
+#include <stdbool.h>
+#include <sys/resource.h>
+#include <sys/types.h>
+
+#include "err.h"
+
+#define KS_SPAWN_MAX_FDS 8
+
+struct ks_proc {
+  pid_t pid;
+  int pidfd;   /* -1 once closed */
+  bool reaped; /* once set, pid may belong to some other process */
+};
+
+#define KS_PROC_INIT {.pid = 0, .pidfd = -1, .reaped = true}
+
+/* What the child gets. Everything is built before the fork: between clone
+ * and execve the child may not allocate, lock or read the environment. */
+struct ks_spawn_plan {
+  const char *path;   /* executed as is with execve(2); absolute */
+  char *const *argv;  /* NULL-terminated */
+  char *const *envp;  /* NULL-terminated */
+  int fds[KS_SPAWN_MAX_FDS]; /* child fd i becomes a copy of fds[i] */
+  int nfds;           /* 3..KS_SPAWN_MAX_FDS; every other fd is closed */
+};
+
+/* Starts plan->path in a new session (so in its own process group), with
+ * PR_SET_PDEATHSIG = SIGKILL tied to the calling thread, every signal
+ * disposition reset and an empty signal mask. Call it from a thread that
+ * lives as long as the child should: the parent-death signal follows the
+ * thread, not the process.
+ *
+ * Returns 0, or a negative errno:
+ *   -ENOENT, -EACCES, ...  execve failed (err->syscall "execve", path = plan->path)
+ *   -EAGAIN, -ENOMEM       clone failed (process or memory limit)
+ *   -EMFILE                no descriptor left for the pidfd
+ *   -ENOSYS                the kernel has no pidfd support (Linux < 5.3) */
+int ks_proc_spawn(const struct ks_spawn_plan *plan, struct ks_proc *ret_proc,
+                  struct ks_err *err);
+
+/* Sends sig through the pidfd. An already-exited child is not an error. */
+int ks_proc_signal(struct ks_proc *p, int sig);
+
+/* Sends sig to the child's process group, only while the child is unreaped
+ * (a zombie leader still pins the group id). Returns 0 or a negative errno;
+ * an empty group is not an error. */
+int ks_proc_signal_group(struct ks_proc *p, int sig);
+
+/* Reaps the child if it has exited. Returns 1 with *ret_status (a wait(2)
+ * status) when reaped, 0 if still running, or a negative errno. */
+int ks_proc_try_reap(struct ks_proc *p, int *ret_status, struct rusage *ret_usage);
+
+/* SIGKILLs the child and its group if still unreaped, then waits for it. For
+ * teardown paths that must leave nothing behind. */
+void ks_proc_kill_and_reap(struct ks_proc *p);
+
+/* Closes the pidfd. Safe on a half-built or already closed handle. */
+void ks_proc_close(struct ks_proc *p);
+
+#endif

@@ -1,0 +1,712 @@
+/* The supervisor thread: an epoll loop over every live box.
+ *
+ * Ownership: a box belongs to the submitter until ks_sup_submit, then to the
+ * supervisor thread (pending list, then live list) until on_done hands it
+ * back. Only the supervisor thread touches a submitted box, except the
+ * pending list, which the lock guards. A box is never freed in the middle of
+ * an epoll batch, so no event of the batch can point at freed memory. */
+#define _GNU_SOURCE
+#include "supervisor.h"
+
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "envfd.h"
+#include "util.h"
+
+#define KS__MS 1000000ULL
+#define KS__SEC 1000000000ULL
+/* After kern exits, a process outside its group (a double-forked daemon) may
+ * still hold the pipes: read what it already wrote, but only this long. */
+#define KS__DRAIN_GRACE_NS (250 * KS__MS)
+/* A SIGKILLed kern that is still not reapable after this long (stuck in the
+ * kernel) is left to the helper list, and the run completes without it. */
+#define KS__KILL_GRACE_NS (3 * KS__SEC)
+/* `kern stop` gets this long before it is killed too. */
+#define KS__STOP_DEADLINE_NS (10 * KS__SEC)
+/* Bytes read from one pipe per wakeup, so one flood cannot starve the rest. */
+#define KS__READ_BUDGET (4u << 20)
+#define KS__READ_CHUNK (256u << 10)
+#define KS__SCRATCH_SIZE (64u << 10)
+#define KS__MAX_EVENTS 64
+
+enum ks__watch_kind {
+  KS__W_STDOUT = KS_STDOUT,
+  KS__W_STDERR = KS_STDERR,
+  KS__W_STARTED,
+  KS__W_PIDFD,
+  KS__W_WAKE,
+  KS__W_AUX,
+};
+
+struct ks__watch {
+  enum ks__watch_kind kind;
+  void *owner;
+};
+
+/* The read ends we hold for one box: stdout, stderr, started. */
+#define KS__BOX_PIPES 3
+
+struct ks_box {
+  struct ks_box_request req;
+  struct ks_box_result res;
+  void *user;
+  struct ks_box *next;
+  struct ks_box *prev;
+  struct ks_proc proc;
+  int fd[KS__BOX_PIPES];
+  struct ks__watch watch[KS__BOX_PIPES + 1];
+  uint64_t start_ns;
+  uint64_t deadline_ns;
+  uint64_t drain_deadline_ns;
+  uint64_t kill_deadline_ns;
+  bool exited;
+  bool killed;
+};
+
+/* A helper process we still owe a reap: `kern stop`, or a kern we gave up
+ * waiting for. */
+struct ks__aux {
+  struct ks_proc proc;
+  uint64_t deadline_ns;
+  struct ks__watch watch;
+  struct ks__aux *next;
+  struct ks__aux *prev;
+};
+
+struct ks_sup {
+  pthread_t thread;
+  int epfd;
+  int wakefd;
+  int devnull;
+  pthread_mutex_t lock;
+  struct ks_box *pending_head; /* guarded by lock */
+  struct ks_box *pending_tail; /* guarded by lock */
+  bool stopping;               /* guarded by lock */
+  _Atomic size_t live_count;
+  struct ks_box *live;
+  struct ks__aux *aux;
+  struct ks_sup_hooks hooks;
+  void *ctx;
+  struct ks__watch wake_watch;
+  char scratch[KS__SCRATCH_SIZE];
+};
+
+static uint64_t ks__now_ns(void) {
+  struct timespec ts;
+  /* Monotonic: a jump of the wall clock moves no deadline. */
+  (void) clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t) ts.tv_sec * KS__SEC + (uint64_t) ts.tv_nsec;
+}
+
+static void ks__free_strv(char **v) {
+  if (v == NULL)
+    return;
+  for (char **p = v; *p != NULL; p++)
+    free(*p);
+  free(v);
+}
+
+void ks_box_request_free(struct ks_box_request *req) {
+  free(req->path);
+  ks__free_strv(req->argv);
+  ks__free_strv(req->envp);
+  ks__free_strv(req->stop_argv);
+  free(req->env_data);
+  free(req->tmpdir);
+  memset(req, 0, sizeof *req);
+}
+
+struct ks_box *ks_box_new(struct ks_box_request *req, void *user) {
+  struct ks_box *box = calloc(1, sizeof *box);
+  if (box == NULL)
+    return NULL;
+  box->req = *req;
+  memset(req, 0, sizeof *req);
+  box->user = user;
+  box->proc = (struct ks_proc) KS_PROC_INIT;
+  for (int i = 0; i < KS__BOX_PIPES; i++)
+    box->fd[i] = -1;
+  ks_outbuf_init(&box->res.out[KS_STDOUT], box->req.cap);
+  ks_outbuf_init(&box->res.out[KS_STDERR], box->req.cap);
+  return box;
+}
+
+void *ks_box_user(const struct ks_box *box) { return box->user; }
+
+const char *ks_box_request_path(const struct ks_box *box) { return box->req.path; }
+
+struct ks_box_result *ks_box_result(struct ks_box *box) { return &box->res; }
+
+void ks_box_free(struct ks_box *box) {
+  if (box == NULL)
+    return;
+  ks_box_request_free(&box->req);
+  ks_outbuf_free(&box->res.out[KS_STDOUT]);
+  ks_outbuf_free(&box->res.out[KS_STDERR]);
+  free(box);
+}
+
+/* ---- epoll bookkeeping ------------------------------------------------- */
+
+static int ks__watch_add(struct ks_sup *sup, int fd, struct ks__watch *w) {
+  struct epoll_event ev = {.events = EPOLLIN, .data.ptr = w};
+  return epoll_ctl(sup->epfd, EPOLL_CTL_ADD, fd, &ev) < 0 ? -errno : 0;
+}
+
+/* Deregister before closing: a forked child elsewhere in the host may share
+ * the open file description, and epoll would keep reporting it to a watch
+ * that no longer exists. */
+static void ks__watch_close(struct ks_sup *sup, int *fd) {
+  if (*fd < 0)
+    return;
+  (void) epoll_ctl(sup->epfd, EPOLL_CTL_DEL, *fd, NULL);
+  ks_close_keep_errno(*fd);
+  *fd = -1;
+}
+
+static void ks__live_link(struct ks_sup *sup, struct ks_box *box) {
+  box->prev = NULL;
+  box->next = sup->live;
+  if (sup->live != NULL)
+    sup->live->prev = box;
+  sup->live = box;
+  atomic_fetch_add(&sup->live_count, 1);
+}
+
+static void ks__live_unlink(struct ks_sup *sup, struct ks_box *box) {
+  if (box->prev != NULL)
+    box->prev->next = box->next;
+  else
+    sup->live = box->next;
+  if (box->next != NULL)
+    box->next->prev = box->prev;
+  box->next = box->prev = NULL;
+  atomic_fetch_sub(&sup->live_count, 1);
+}
+
+/* ---- helpers: kern stop, abandoned kerns -------------------------------- */
+
+static void ks__aux_adopt(struct ks_sup *sup, struct ks_proc *proc, uint64_t deadline_ns) {
+  struct ks__aux *a = calloc(1, sizeof *a);
+  if (a == NULL) {
+    ks_proc_kill_and_reap(proc);
+    ks_proc_close(proc);
+    return;
+  }
+  a->proc = *proc;
+  *proc = (struct ks_proc) KS_PROC_INIT;
+  a->deadline_ns = deadline_ns;
+  a->watch.kind = KS__W_AUX;
+  a->watch.owner = a;
+  if (ks__watch_add(sup, a->proc.pidfd, &a->watch) < 0) {
+    ks_proc_kill_and_reap(&a->proc);
+    ks_proc_close(&a->proc);
+    free(a);
+    return;
+  }
+  a->next = sup->aux;
+  if (sup->aux != NULL)
+    sup->aux->prev = a;
+  sup->aux = a;
+}
+
+static void ks__aux_release(struct ks_sup *sup, struct ks__aux *a) {
+  if (a->prev != NULL)
+    a->prev->next = a->next;
+  else
+    sup->aux = a->next;
+  if (a->next != NULL)
+    a->next->prev = a->prev;
+  if (a->proc.pidfd >= 0)
+    (void) epoll_ctl(sup->epfd, EPOLL_CTL_DEL, a->proc.pidfd, NULL);
+  ks_proc_kill_and_reap(&a->proc);
+  ks_proc_close(&a->proc);
+  free(a);
+}
+
+static void ks__aux_on_exit(struct ks_sup *sup, struct ks__aux *a) {
+  int status;
+  struct rusage ru;
+  if (ks_proc_try_reap(&a->proc, &status, &ru) != 0)
+    ks__aux_release(sup, a);
+}
+
+static void ks__run_stop(struct ks_sup *sup, struct ks_box *box) {
+  struct ks_spawn_plan plan;
+  struct ks_proc proc;
+  struct ks_err err;
+
+  if (box->req.stop_argv == NULL)
+    return;
+  memset(&plan, 0, sizeof plan);
+  plan.path = box->req.path;
+  plan.argv = box->req.stop_argv;
+  plan.envp = box->req.envp;
+  plan.fds[0] = plan.fds[1] = plan.fds[2] = sup->devnull;
+  plan.nfds = 3;
+  /* Best effort: the SIGKILL already sent takes the box down with kern. */
+  if (ks_proc_spawn(&plan, &proc, &err) == 0)
+    ks__aux_adopt(sup, &proc, ks__now_ns() + KS__STOP_DEADLINE_NS);
+}
+
+/* ---- boxes ------------------------------------------------------------- */
+
+static void ks__report_spawn_failure(struct ks_sup *sup, struct ks_box *box,
+                                     const struct ks_err *err) {
+  box->res.spawn_errnum = err->errnum;
+  box->res.spawn_syscall = err->syscall;
+  sup->hooks.on_done(sup->ctx, box);
+}
+
+static int ks__pipe_nonblocking_read(int fds[2], struct ks_err *err) {
+  if (pipe2(fds, O_CLOEXEC) < 0)
+    return ks_err_set(err, errno, "pipe2", NULL);
+  /* Only our end: kern and the box write in blocking mode as usual. */
+  if (fcntl(fds[0], F_SETFL, O_NONBLOCK) < 0) {
+    int saved = errno;
+    ks_close_keep_errno(fds[0]);
+    ks_close_keep_errno(fds[1]);
+    fds[0] = fds[1] = -1;
+    return ks_err_set(err, saved, "fcntl", NULL);
+  }
+  return 0;
+}
+
+static void ks__spawn_box(struct ks_sup *sup, struct ks_box *box) {
+  int pipes[KS__BOX_PIPES][2];
+  _cleanup_close_ int envfd = -1;
+  struct ks_spawn_plan plan;
+  struct ks_err err;
+  int i;
+  int r = 0;
+
+  ks_err_clear(&err);
+  for (i = 0; i < KS__BOX_PIPES; i++)
+    pipes[i][0] = pipes[i][1] = -1;
+  for (i = 0; i < KS__BOX_PIPES && r == 0; i++)
+    r = ks__pipe_nonblocking_read(pipes[i], &err);
+  if (r == 0 && box->req.env_data != NULL)
+    r = ks_envfd_create(box->req.env_data, box->req.env_len, box->req.tmpdir, &envfd, &err);
+
+  if (r == 0) {
+    memset(&plan, 0, sizeof plan);
+    plan.path = box->req.path;
+    plan.argv = box->req.argv;
+    plan.envp = box->req.envp;
+    plan.fds[0] = sup->devnull;
+    plan.fds[1] = pipes[KS_STDOUT][1];
+    plan.fds[2] = pipes[KS_STDERR][1];
+    plan.fds[KS_BOX_STARTED_FD] = pipes[2][1];
+    plan.nfds = KS_BOX_STARTED_FD + 1;
+    if (envfd >= 0) {
+      plan.fds[KS_BOX_ENV_FD] = envfd;
+      plan.nfds = KS_BOX_ENV_FD + 1;
+    }
+    box->start_ns = ks__now_ns();
+    r = ks_proc_spawn(&plan, &box->proc, &err);
+  }
+
+  /* Our copies of the write ends must go, or we would never see EOF. */
+  for (i = 0; i < KS__BOX_PIPES; i++)
+    ks_close_keep_errno(pipes[i][1]);
+
+  if (r == 0) {
+    for (i = 0; i < KS__BOX_PIPES; i++) {
+      box->fd[i] = pipes[i][0];
+      pipes[i][0] = -1;
+      box->watch[i].kind = (enum ks__watch_kind) i;
+      box->watch[i].owner = box;
+    }
+    box->watch[KS__BOX_PIPES].kind = KS__W_PIDFD;
+    box->watch[KS__BOX_PIPES].owner = box;
+    for (i = 0; i < KS__BOX_PIPES && r == 0; i++)
+      r = ks__watch_add(sup, box->fd[i], &box->watch[i]);
+    if (r == 0)
+      r = ks__watch_add(sup, box->proc.pidfd, &box->watch[KS__BOX_PIPES]);
+    if (r < 0) {
+      ks_err_set(&err, -r, "epoll_ctl", NULL);
+      ks_proc_kill_and_reap(&box->proc);
+      if (box->proc.pidfd >= 0)
+        (void) epoll_ctl(sup->epfd, EPOLL_CTL_DEL, box->proc.pidfd, NULL);
+      ks_proc_close(&box->proc);
+      for (i = 0; i < KS__BOX_PIPES; i++)
+        ks__watch_close(sup, &box->fd[i]);
+    }
+  }
+
+  for (i = 0; i < KS__BOX_PIPES; i++)
+    ks_close_keep_errno(pipes[i][0]);
+  if (r < 0) {
+    ks__report_spawn_failure(sup, box, &err);
+    return;
+  }
+  box->deadline_ns = box->start_ns + box->req.timeout_ns;
+  ks__live_link(sup, box);
+}
+
+/* Reads what one output pipe holds, up to a budget. Under the cap the bytes
+ * land directly in the result buffer; past it they are dropped (spliced to
+ * /dev/null without a copy when nobody wants to see them). */
+static void ks__drain_output(struct ks_sup *sup, struct ks_box *box, enum ks_stream s,
+                             size_t budget) {
+  struct ks_outbuf *b = &box->res.out[s];
+  bool report = box->req.stream[s];
+  size_t done = 0;
+
+  while (box->fd[s] >= 0 && done < budget) {
+    ssize_t n;
+    size_t room;
+
+    if (ks_outbuf_reserve(b, KS__READ_CHUNK, &room) == 0) {
+      n = read(box->fd[s], b->data + b->len, room);
+      if (n > 0) {
+        ks_outbuf_commit(b, (size_t) n);
+        if (report)
+          sup->hooks.on_output(sup->ctx, box, s, b->data + b->len - n, (size_t) n);
+      }
+    } else if (!report) {
+      n = splice(box->fd[s], NULL, sup->devnull, NULL, KS__READ_CHUNK * 4, SPLICE_F_NONBLOCK);
+      if (n < 0 && (errno == EINVAL || errno == ENOSYS)) /* no splice to this fd */
+        n = read(box->fd[s], sup->scratch, sizeof sup->scratch);
+      if (n > 0)
+        b->discarded += (uint64_t) n;
+    } else {
+      /* Full, or out of memory: either way keep the pipe moving. */
+      n = read(box->fd[s], sup->scratch, sizeof sup->scratch);
+      if (n > 0) {
+        b->discarded += (uint64_t) n;
+        sup->hooks.on_output(sup->ctx, box, s, sup->scratch, (size_t) n);
+      }
+    }
+
+    if (n > 0) {
+      done += (size_t) n;
+      continue;
+    }
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n < 0 && errno == EAGAIN)
+      break;
+    ks__watch_close(sup, &box->fd[s]); /* EOF or a broken pipe */
+  }
+}
+
+static void ks__drain_started(struct ks_sup *sup, struct ks_box *box) {
+  unsigned char buf[64];
+
+  while (box->fd[2] >= 0) {
+    ssize_t n = read(box->fd[2], buf, sizeof buf);
+    if (n > 0) {
+      for (ssize_t i = 0; i < n; i++) {
+        if (box->res.nstarted < sizeof box->res.started)
+          box->res.started[box->res.nstarted] = buf[i];
+        box->res.nstarted++;
+      }
+      continue;
+    }
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n < 0 && errno == EAGAIN)
+      break;
+    ks__watch_close(sup, &box->fd[2]);
+  }
+}
+
+static void ks__on_kern_exit(struct ks_sup *sup, struct ks_box *box, uint64_t now) {
+  int status = 0;
+  int r;
+
+  if (box->exited)
+    return;
+  /* kern is a zombie now, so its group id is still pinned: take down
+   * whatever it left in its group (a helper, a holder of our pipes) before
+   * the reap frees the id. */
+  (void) ks_proc_signal_group(&box->proc, SIGKILL);
+  r = ks_proc_try_reap(&box->proc, &status, &box->res.usage);
+  if (r == 0)
+    return; /* not reapable yet; the pidfd will report again */
+  box->res.status_known = (r == 1);
+  box->res.wait_status = status;
+  box->exited = true;
+  box->res.duration_ns = now - box->start_ns;
+  box->drain_deadline_ns = now + KS__DRAIN_GRACE_NS;
+  (void) epoll_ctl(sup->epfd, EPOLL_CTL_DEL, box->proc.pidfd, NULL);
+  ks_proc_close(&box->proc);
+}
+
+static void ks__kill_on_deadline(struct ks_sup *sup, struct ks_box *box, uint64_t now) {
+  box->killed = true;
+  box->res.timed_out = true;
+  box->kill_deadline_ns = now + KS__KILL_GRACE_NS;
+  /* Group first, while kern (unreaped) still pins the group id. kern's
+   * die-with-parent chain takes the box down with it. */
+  (void) ks_proc_signal_group(&box->proc, SIGKILL);
+  (void) ks_proc_signal(&box->proc, SIGKILL);
+  ks__run_stop(sup, box);
+}
+
+static void ks__abandon_kern(struct ks_sup *sup, struct ks_box *box, uint64_t now) {
+  (void) epoll_ctl(sup->epfd, EPOLL_CTL_DEL, box->proc.pidfd, NULL);
+  box->exited = true;
+  box->res.status_known = false;
+  box->res.duration_ns = now - box->start_ns;
+  box->drain_deadline_ns = now;
+  ks__aux_adopt(sup, &box->proc, now + KS__STOP_DEADLINE_NS);
+}
+
+static void ks__finish_box(struct ks_sup *sup, struct ks_box *box) {
+  /* Whatever is still buffered in the pipes was written before the end. */
+  ks__drain_output(sup, box, KS_STDOUT, KS__READ_BUDGET);
+  ks__drain_output(sup, box, KS_STDERR, KS__READ_BUDGET);
+  ks__drain_started(sup, box);
+  for (int i = 0; i < KS__BOX_PIPES; i++)
+    ks__watch_close(sup, &box->fd[i]);
+  ks__live_unlink(sup, box);
+  sup->hooks.on_done(sup->ctx, box);
+}
+
+static bool ks__box_quiet(const struct ks_box *box) {
+  return box->fd[0] < 0 && box->fd[1] < 0 && box->fd[2] < 0;
+}
+
+/* Deadlines, and boxes ready to hand back. Runs after each epoll batch. */
+static void ks__sweep(struct ks_sup *sup, uint64_t now) {
+  struct ks_box *box = sup->live;
+  struct ks__aux *a = sup->aux;
+
+  while (box != NULL) {
+    struct ks_box *next = box->next;
+    if (!box->exited && !box->killed && now >= box->deadline_ns)
+      ks__kill_on_deadline(sup, box, now);
+    else if (!box->exited && box->killed && now >= box->kill_deadline_ns)
+      ks__abandon_kern(sup, box, now);
+    if (box->exited && (ks__box_quiet(box) || now >= box->drain_deadline_ns))
+      ks__finish_box(sup, box);
+    box = next;
+  }
+  while (a != NULL) {
+    struct ks__aux *next = a->next;
+    if (now >= a->deadline_ns)
+      ks__aux_release(sup, a);
+    a = next;
+  }
+}
+
+static int ks__next_timeout_ms(struct ks_sup *sup, uint64_t now) {
+  uint64_t next = UINT64_MAX;
+  uint64_t wait_ns;
+
+  for (struct ks_box *b = sup->live; b != NULL; b = b->next) {
+    uint64_t t = b->exited ? b->drain_deadline_ns
+                 : b->killed ? b->kill_deadline_ns
+                             : b->deadline_ns;
+    if (t < next)
+      next = t;
+  }
+  for (struct ks__aux *a = sup->aux; a != NULL; a = a->next) {
+    if (a->deadline_ns < next)
+      next = a->deadline_ns;
+  }
+  if (next == UINT64_MAX)
+    return -1;
+  if (next <= now)
+    return 0;
+  wait_ns = next - now;
+  /* Round up: waking early would only cost another turn of the loop. */
+  if (wait_ns / KS__MS >= (uint64_t) INT32_MAX)
+    return INT32_MAX;
+  return (int) ((wait_ns + KS__MS - 1) / KS__MS);
+}
+
+static void ks__dispatch(struct ks_sup *sup, struct ks__watch *w, uint64_t now) {
+  struct ks_box *box = w->owner;
+  uint64_t v;
+
+  switch (w->kind) {
+  case KS__W_STDOUT:
+  case KS__W_STDERR:
+    ks__drain_output(sup, box, (enum ks_stream) w->kind, KS__READ_BUDGET);
+    break;
+  case KS__W_STARTED:
+    ks__drain_started(sup, box);
+    break;
+  case KS__W_PIDFD:
+    ks__on_kern_exit(sup, box, now);
+    break;
+  case KS__W_AUX:
+    ks__aux_on_exit(sup, w->owner);
+    break;
+  case KS__W_WAKE:
+    while (read(sup->wakefd, &v, sizeof v) < 0 && errno == EINTR) {
+    }
+    break;
+  }
+}
+
+static void ks__teardown(struct ks_sup *sup, struct ks_box *pending) {
+  while (pending != NULL) {
+    struct ks_box *next = pending->next;
+    struct ks_err err;
+    ks_err_set(&err, ECANCELED, "spawn", NULL);
+    ks__report_spawn_failure(sup, pending, &err);
+    pending = next;
+  }
+  while (sup->live != NULL) {
+    struct ks_box *box = sup->live;
+    if (!box->exited) {
+      (void) epoll_ctl(sup->epfd, EPOLL_CTL_DEL, box->proc.pidfd, NULL);
+      ks_proc_kill_and_reap(&box->proc);
+      ks_proc_close(&box->proc);
+      box->exited = true;
+      box->res.status_known = false;
+    }
+    for (int i = 0; i < KS__BOX_PIPES; i++)
+      ks__watch_close(sup, &box->fd[i]);
+    ks__live_unlink(sup, box);
+    sup->hooks.on_done(sup->ctx, box);
+  }
+  while (sup->aux != NULL)
+    ks__aux_release(sup, sup->aux);
+}
+
+static void *ks__sup_main(void *arg) {
+  struct ks_sup *sup = arg;
+  struct epoll_event events[KS__MAX_EVENTS];
+
+  for (;;) {
+    struct ks_box *pending;
+    bool stopping;
+    uint64_t now = ks__now_ns();
+    int n = epoll_wait(sup->epfd, events, KS__MAX_EVENTS, ks__next_timeout_ms(sup, now));
+
+    now = ks__now_ns();
+    for (int i = 0; i < n; i++)
+      ks__dispatch(sup, events[i].data.ptr, now);
+
+    pthread_mutex_lock(&sup->lock);
+    pending = sup->pending_head;
+    sup->pending_head = sup->pending_tail = NULL;
+    stopping = sup->stopping;
+    pthread_mutex_unlock(&sup->lock);
+
+    if (stopping) {
+      ks__teardown(sup, pending);
+      return NULL;
+    }
+    while (pending != NULL) {
+      struct ks_box *next = pending->next;
+      pending->next = NULL;
+      ks__spawn_box(sup, pending);
+      pending = next;
+    }
+    ks__sweep(sup, ks__now_ns());
+  }
+}
+
+int ks_sup_start(const struct ks_sup_hooks *hooks, void *ctx, struct ks_sup **ret_sup,
+                 struct ks_err *err) {
+  struct ks_sup *sup;
+  sigset_t all;
+  sigset_t old;
+  int r;
+
+  sup = calloc(1, sizeof *sup);
+  if (sup == NULL)
+    return ks_err_set(err, ENOMEM, "calloc", NULL);
+  sup->hooks = *hooks;
+  sup->ctx = ctx;
+  sup->epfd = sup->wakefd = sup->devnull = -1;
+  sup->wake_watch.kind = KS__W_WAKE;
+  sup->wake_watch.owner = NULL;
+  pthread_mutex_init(&sup->lock, NULL);
+
+  sup->epfd = epoll_create1(EPOLL_CLOEXEC);
+  if (sup->epfd < 0) {
+    r = ks_err_set(err, errno, "epoll_create1", NULL);
+    goto fail;
+  }
+  sup->wakefd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (sup->wakefd < 0) {
+    r = ks_err_set(err, errno, "eventfd", NULL);
+    goto fail;
+  }
+  sup->devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
+  if (sup->devnull < 0) {
+    r = ks_err_set(err, errno, "open", "/dev/null");
+    goto fail;
+  }
+  r = ks__watch_add(sup, sup->wakefd, &sup->wake_watch);
+  if (r < 0) {
+    r = ks_err_set(err, -r, "epoll_ctl", NULL);
+    goto fail;
+  }
+
+  /* The thread starts with every signal blocked: the host's handlers run on
+   * its own threads, and our syscalls see no EINTR storms. */
+  sigfillset(&all);
+  (void) pthread_sigmask(SIG_SETMASK, &all, &old);
+  r = pthread_create(&sup->thread, NULL, ks__sup_main, sup);
+  (void) pthread_sigmask(SIG_SETMASK, &old, NULL);
+  if (r != 0) {
+    r = ks_err_set(err, r, "pthread_create", NULL);
+    goto fail;
+  }
+  *ret_sup = sup;
+  return 0;
+
+fail:
+  ks_close_keep_errno(sup->epfd);
+  ks_close_keep_errno(sup->wakefd);
+  ks_close_keep_errno(sup->devnull);
+  pthread_mutex_destroy(&sup->lock);
+  free(sup);
+  return r;
+}
+
+static void ks__wake(struct ks_sup *sup) {
+  uint64_t one = 1;
+  /* EAGAIN means the counter is already nonzero: the thread will wake. */
+  while (write(sup->wakefd, &one, sizeof one) < 0 && errno == EINTR) {
+  }
+}
+
+int ks_sup_submit(struct ks_sup *sup, struct ks_box *box) {
+  pthread_mutex_lock(&sup->lock);
+  if (sup->stopping) {
+    pthread_mutex_unlock(&sup->lock);
+    return -ECANCELED;
+  }
+  box->next = NULL;
+  if (sup->pending_tail != NULL)
+    sup->pending_tail->next = box;
+  else
+    sup->pending_head = box;
+  sup->pending_tail = box;
+  pthread_mutex_unlock(&sup->lock);
+  ks__wake(sup);
+  return 0;
+}
+
+void ks_sup_shutdown(struct ks_sup *sup) {
+  pthread_mutex_lock(&sup->lock);
+  sup->stopping = true;
+  pthread_mutex_unlock(&sup->lock);
+  ks__wake(sup);
+  (void) pthread_join(sup->thread, NULL);
+  ks_close_keep_errno(sup->epfd);
+  ks_close_keep_errno(sup->wakefd);
+  ks_close_keep_errno(sup->devnull);
+  pthread_mutex_destroy(&sup->lock);
+  free(sup);
+}
+
+size_t ks_sup_live_boxes(struct ks_sup *sup) { return atomic_load(&sup->live_count); }

@@ -1,0 +1,92 @@
+/* The supervisor: one long-lived thread that runs every live box.
+ *
+ * It spawns kern (so the parent-death signal follows a thread that lives as
+ * long as the supervisor), drains stdout and stderr into capped buffers,
+ * reads kern's started-fd bytes, watches the pidfd and the deadline, kills on
+ * timeout and runs `kern stop` as one more supervised child. A box never
+ * occupies a libuv threadpool thread, and the JS thread never waits on it. */
+#ifndef KS_CORE_SUPERVISOR_H
+#define KS_CORE_SUPERVISOR_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/resource.h>
+
+#include "outbuf.h"
+#include "proc.h"
+
+/* kern's view of the descriptors we give it. */
+#define KS_BOX_STARTED_FD 3 /* kern writes its started bytes here */
+#define KS_BOX_ENV_FD 4     /* the env file, read as /dev/fd/4 */
+
+enum ks_stream { KS_STDOUT = 0, KS_STDERR = 1 };
+
+/* What to run. Every pointer is owned by the box and freed with it. */
+struct ks_box_request {
+  char *path;       /* absolute path of kern */
+  char **argv;      /* NULL-terminated */
+  char **envp;      /* NULL-terminated; kern's own environment */
+  char **stop_argv; /* `kern stop NAME`, run after a timeout; may be NULL */
+  char *env_data;   /* content of the env file, or NULL for none */
+  size_t env_len;
+  char *tmpdir;     /* where an env file may go if memfd is missing */
+  uint64_t timeout_ns;
+  size_t cap;       /* bytes kept of each stream */
+  bool stream[2];   /* report chunks of this stream through on_output */
+};
+
+/* What happened. Filled by the supervisor, read after on_done. */
+struct ks_box_result {
+  int spawn_errnum;            /* nonzero: nothing ran */
+  const char *spawn_syscall;
+  bool status_known;           /* false if a foreign reaper took the status */
+  int wait_status;             /* a wait(2) status, valid if status_known */
+  bool timed_out;              /* our deadline fired and we killed kern */
+  unsigned char started[4];    /* the first bytes kern wrote on its started fd */
+  size_t nstarted;             /* how many it wrote in all */
+  struct ks_outbuf out[2];
+  uint64_t duration_ns;        /* spawn to exit of kern */
+  struct rusage usage;
+};
+
+struct ks_box;
+
+struct ks_sup_hooks {
+  /* A chunk just read from a stream the request asked to report. Runs on the
+   * supervisor thread and must not block; data is only valid during the call. */
+  void (*on_output)(void *ctx, struct ks_box *box, enum ks_stream s, const char *data,
+                    size_t len);
+  /* The box is finished (or could not start); it is now the hook's to free
+   * with ks_box_free. Called exactly once per submitted box. */
+  void (*on_done)(void *ctx, struct ks_box *box);
+};
+
+struct ks_sup;
+
+/* Allocates a box for req (ownership of req's pointers moves in). */
+struct ks_box *ks_box_new(struct ks_box_request *req, void *user);
+void *ks_box_user(const struct ks_box *box);
+const char *ks_box_request_path(const struct ks_box *box);
+struct ks_box_result *ks_box_result(struct ks_box *box);
+void ks_box_free(struct ks_box *box);
+/* Frees a request's owned pointers; for callers that never made a box. */
+void ks_box_request_free(struct ks_box_request *req);
+
+/* Starts the supervisor thread. Returns 0 or a negative errno. */
+int ks_sup_start(const struct ks_sup_hooks *hooks, void *ctx, struct ks_sup **ret_sup,
+                 struct ks_err *err);
+
+/* Hands a box to the supervisor, which spawns it on its own thread. Never
+ * blocks on a running box. Returns 0, or -ECANCELED after shutdown began
+ * (the box is then still the caller's). */
+int ks_sup_submit(struct ks_sup *sup, struct ks_box *box);
+
+/* Kills every live box and helper, reaps them, reports each box through
+ * on_done, joins the thread and frees the supervisor. */
+void ks_sup_shutdown(struct ks_sup *sup);
+
+/* Counts for tests and the leak census. */
+size_t ks_sup_live_boxes(struct ks_sup *sup);
+
+#endif

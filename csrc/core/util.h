@@ -1,0 +1,40 @@
+/* Small helpers shared by the core: cleanup attributes and fd hand-off. */
+#ifndef KS_CORE_UTIL_H
+#define KS_CORE_UTIL_H
+
+#include <errno.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#define KS_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
+/* close(2) that keeps errno intact, so cleanup never hides the real error. */
+static inline void ks_close_keep_errno(int fd) {
+  int saved = errno;
+  if (fd >= 0)
+    (void) close(fd);
+  errno = saved;
+}
+
+static inline void ks__cleanup_close(int *fd) { ks_close_keep_errno(*fd); }
+static inline void ks__cleanup_free(void *p) { free(*(void **) p); }
+
+#define _cleanup_close_ __attribute__((cleanup(ks__cleanup_close)))
+#define _cleanup_free_ __attribute__((cleanup(ks__cleanup_free)))
+
+/* Hands ownership of an fd to the caller: the variable becomes -1, so its
+ * cleanup attribute closes nothing. */
+static inline int ks_take_fd(int *fd) {
+  int ret = *fd;
+  *fd = -1;
+  return ret;
+}
+
+static inline void *ks_take_ptr(void *pp) {
+  void **p = pp;
+  void *ret = *p;
+  *p = NULL;
+  return ret;
+}
+
+#endif

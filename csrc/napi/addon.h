@@ -1,0 +1,29 @@
+/* Per-environment state of the addon (one per Node environment: the main
+ * thread and each Worker that loads it). */
+#ifndef KS_NAPI_ADDON_H
+#define KS_NAPI_ADDON_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "util.h"
+
+struct ks_sup;
+
+struct ks_addon {
+  napi_env env;
+  struct ks_sup *sup;            /* started on the first run */
+  napi_threadsafe_function tsfn; /* the supervisor's only way into JS */
+  size_t runs_in_flight;         /* JS thread only */
+  bool shut_down;
+};
+
+/* Registers run() and its constants on exports. */
+bool ks_napi_init_run(napi_env env, napi_value exports);
+
+/* Stops the supervisor: kills and reaps every live box. Idempotent; called
+ * by the environment cleanup hook and by the TSFN finalizer, whichever
+ * comes first. */
+void ks_addon_shutdown(struct ks_addon *addon);
+
+#endif

@@ -1,0 +1,68 @@
+/* Module init: per-environment state, exports, teardown. Nothing else. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "../core/compat.h"
+#include "addon.h"
+
+/* KERN_SANDBOX_FORCE_FALLBACK=openat2,clone_pidfd,close_range,memfd makes the
+ * addon behave as if the kernel lacked those interfaces, so the tests can
+ * exercise every fallback path on a modern kernel. */
+static void ks__read_forced_fallbacks(void) {
+  static const struct {
+    const char *name;
+    unsigned feature;
+  } table[] = {
+      {"openat2", KS_FEATURE_OPENAT2},
+      {"clone_pidfd", KS_FEATURE_CLONE_PIDFD},
+      {"close_range", KS_FEATURE_CLOSE_RANGE},
+      {"memfd", KS_FEATURE_MEMFD},
+  };
+  const char *v = getenv("KERN_SANDBOX_FORCE_FALLBACK");
+  unsigned features = 0;
+
+  if (v == NULL)
+    return;
+  for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
+    if (strstr(v, table[i].name) != NULL || strcmp(v, "all") == 0)
+      features |= table[i].feature;
+  }
+  ks_compat_disable(features);
+}
+
+static void ks__env_cleanup(void *arg) {
+  /* No box outlives its environment, Worker termination included. */
+  ks_addon_shutdown(arg);
+}
+
+static void ks__addon_finalize(napi_env env, void *data, void *hint) {
+  struct ks_addon *addon = data;
+  (void) env;
+  (void) hint;
+  ks_addon_shutdown(addon);
+  free(addon);
+}
+
+static napi_value ks__init(napi_env env, napi_value exports) {
+  struct ks_addon *addon = calloc(1, sizeof *addon);
+
+  if (addon == NULL) {
+    napi_throw_error(env, "ENOMEM", "kern-sandbox: out of memory");
+    return NULL;
+  }
+  addon->env = env;
+  if (napi_set_instance_data(env, addon, ks__addon_finalize, NULL) != napi_ok) {
+    free(addon);
+    ks_napi_throw_last(env);
+    return NULL;
+  }
+  KS_NAPI_CALL(env, napi_add_env_cleanup_hook(env, ks__env_cleanup, addon));
+  ks__read_forced_fallbacks();
+  if (!ks_napi_init_run(env, exports)) {
+    ks_napi_throw_last(env);
+    return NULL;
+  }
+  return exports;
+}
+
+NAPI_MODULE(NODE_GYP_MODULE_NAME, ks__init)

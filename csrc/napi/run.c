@@ -1,0 +1,481 @@
+/* run(): hands a box to the supervisor and settles a promise when it ends.
+ *
+ * The supervisor reaches JS only through one threadsafe function per
+ * environment, always in non-blocking mode. The TSFN is referenced only while
+ * runs are in flight, so an idle addon never keeps the process alive. */
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "../core/supervisor.h"
+#include "addon.h"
+
+/* Bytes of onStdout/onStderr chunks queued for JS per run; past this a slow
+ * callback loses chunks (the documented best-effort contract) instead of
+ * back-pressuring the box or growing our memory. The result is unaffected. */
+#define KS__STREAM_BUDGET (8u << 20)
+
+struct ks__run {
+  struct ks_addon *addon;
+  napi_deferred deferred;
+  napi_ref cb[2];
+  _Atomic size_t queued_bytes;
+  _Atomic uint64_t dropped_chunks;
+};
+
+enum ks__msg_kind { KS__MSG_CHUNK, KS__MSG_DONE };
+
+struct ks__msg {
+  enum ks__msg_kind kind;
+  struct ks__run *run;
+  struct ks_box *box;
+  enum ks_stream stream;
+  size_t len;
+  char data[];
+};
+
+static void ks__run_free(napi_env env, struct ks__run *run) {
+  /* With env NULL the environment is gone, and its references with it. */
+  if (env != NULL) {
+    for (int i = 0; i < 2; i++) {
+      if (run->cb[i] != NULL)
+        (void) napi_delete_reference(env, run->cb[i]);
+    }
+  }
+  free(run);
+}
+
+/* ---- supervisor thread side --------------------------------------------- */
+
+static void ks__on_output(void *ctx, struct ks_box *box, enum ks_stream s, const char *data,
+                          size_t len) {
+  struct ks_addon *addon = ctx;
+  struct ks__run *run = ks_box_user(box);
+  struct ks__msg *msg;
+
+  if (atomic_load(&run->queued_bytes) + len > KS__STREAM_BUDGET) {
+    atomic_fetch_add(&run->dropped_chunks, 1);
+    return;
+  }
+  msg = malloc(sizeof *msg + len);
+  if (msg == NULL) {
+    atomic_fetch_add(&run->dropped_chunks, 1);
+    return;
+  }
+  msg->kind = KS__MSG_CHUNK;
+  msg->run = run;
+  msg->box = NULL;
+  msg->stream = s;
+  msg->len = len;
+  memcpy(msg->data, data, len);
+  atomic_fetch_add(&run->queued_bytes, len);
+  if (napi_call_threadsafe_function(addon->tsfn, msg, napi_tsfn_nonblocking) != napi_ok) {
+    atomic_fetch_sub(&run->queued_bytes, len);
+    atomic_fetch_add(&run->dropped_chunks, 1);
+    free(msg);
+  }
+}
+
+static void ks__on_done(void *ctx, struct ks_box *box) {
+  struct ks_addon *addon = ctx;
+  struct ks__msg *msg = malloc(sizeof *msg);
+
+  if (msg != NULL) {
+    msg->kind = KS__MSG_DONE;
+    msg->run = ks_box_user(box);
+    msg->box = box;
+    msg->len = 0;
+    if (napi_call_threadsafe_function(addon->tsfn, msg, napi_tsfn_nonblocking) == napi_ok)
+      return;
+    free(msg);
+  }
+  /* The environment is closing (or memory is gone): nobody is left to
+   * settle the promise, so only free what C owns. */
+  ks__run_free(NULL, ks_box_user(box));
+  ks_box_free(box);
+}
+
+/* ---- JS thread side ------------------------------------------------------ */
+
+static void ks__free_external(napi_env env, void *data, void *hint) {
+  (void) env;
+  (void) hint;
+  free(data);
+}
+
+/* Hands the captured bytes to a Buffer without copying them. */
+static napi_value ks__take_buffer(napi_env env, struct ks_outbuf *b) {
+  napi_value buf = NULL;
+  size_t len;
+  char *data = ks_outbuf_take(b, &len);
+  void *copy;
+
+  if (len == 0) {
+    free(data);
+    if (napi_create_buffer(env, 0, &copy, &buf) != napi_ok)
+      return NULL;
+    return buf;
+  }
+  if (napi_create_external_buffer(env, len, data, ks__free_external, NULL, &buf) == napi_ok)
+    return buf;
+  /* Runtimes that forbid external buffers get a copy. */
+  if (napi_create_buffer_copy(env, len, data, &copy, &buf) != napi_ok)
+    buf = NULL;
+  free(data);
+  return buf;
+}
+
+static napi_value ks__number(napi_env env, double v) {
+  napi_value out = NULL;
+  (void) napi_create_double(env, v, &out);
+  return out;
+}
+
+static napi_value ks__bool(napi_env env, bool v) {
+  napi_value out = NULL;
+  (void) napi_get_boolean(env, v, &out);
+  return out;
+}
+
+static napi_value ks__null(napi_env env) {
+  napi_value out = NULL;
+  (void) napi_get_null(env, &out);
+  return out;
+}
+
+/* The raw outcome, as types/binding.d.ts describes it. */
+static napi_value ks__result_object(napi_env env, struct ks__run *run, struct ks_box *box) {
+  struct ks_box_result *res = ks_box_result(box);
+  napi_value obj;
+  napi_value started;
+  void *sdata;
+  size_t nkeep = res->nstarted < sizeof res->started ? res->nstarted : sizeof res->started;
+  napi_value exit_code;
+  napi_value signal;
+
+  if (napi_create_object(env, &obj) != napi_ok)
+    return NULL;
+  exit_code = ks__null(env);
+  signal = ks__null(env);
+  if (res->status_known && WIFEXITED(res->wait_status))
+    exit_code = ks__number(env, WEXITSTATUS(res->wait_status));
+  else if (res->status_known && WIFSIGNALED(res->wait_status))
+    signal = ks__number(env, WTERMSIG(res->wait_status));
+  if (napi_create_buffer_copy(env, nkeep, res->started, &sdata, &started) != napi_ok)
+    return NULL;
+
+  if (!ks_napi_set(env, obj, "exitCode", exit_code) || !ks_napi_set(env, obj, "signal", signal) ||
+      !ks_napi_set(env, obj, "statusKnown", ks__bool(env, res->status_known)) ||
+      !ks_napi_set(env, obj, "timedOut", ks__bool(env, res->timed_out)) ||
+      !ks_napi_set(env, obj, "started", started) ||
+      !ks_napi_set(env, obj, "startedCount", ks__number(env, (double) res->nstarted)) ||
+      !ks_napi_set(env, obj, "stdoutDiscarded",
+                   ks__number(env, (double) res->out[KS_STDOUT].discarded)) ||
+      !ks_napi_set(env, obj, "stderrDiscarded",
+                   ks__number(env, (double) res->out[KS_STDERR].discarded)) ||
+      !ks_napi_set(env, obj, "droppedChunks",
+                   ks__number(env, (double) atomic_load(&run->dropped_chunks))) ||
+      !ks_napi_set(env, obj, "durationMs", ks__number(env, (double) res->duration_ns / 1e6)) ||
+      !ks_napi_set(env, obj, "userCpuMs",
+                   ks__number(env, res->usage.ru_utime.tv_sec * 1e3 +
+                                       res->usage.ru_utime.tv_usec / 1e3)) ||
+      !ks_napi_set(env, obj, "systemCpuMs",
+                   ks__number(env, res->usage.ru_stime.tv_sec * 1e3 +
+                                       res->usage.ru_stime.tv_usec / 1e3)))
+    return NULL;
+  /* Buffers last: from here on they own the output memory. */
+  napi_value out = ks__take_buffer(env, &res->out[KS_STDOUT]);
+  if (out == NULL || !ks_napi_set(env, obj, "stdout", out))
+    return NULL;
+  out = ks__take_buffer(env, &res->out[KS_STDERR]);
+  if (out == NULL || !ks_napi_set(env, obj, "stderr", out))
+    return NULL;
+  return obj;
+}
+
+static void ks__settle(napi_env env, struct ks__run *run, struct ks_box *box) {
+  struct ks_box_result *res = ks_box_result(box);
+  napi_value value = NULL;
+  bool pending = false;
+
+  if (res->spawn_errnum != 0) {
+    struct ks_err err = {
+        .errnum = res->spawn_errnum, .syscall = res->spawn_syscall, .path = NULL};
+    /* Only execve failures are about kern's path; the rest are resources. */
+    if (res->spawn_syscall != NULL && strcmp(res->spawn_syscall, "execve") == 0)
+      err.path = ks_box_request_path(box);
+    value = ks_napi_system_error(env, &err);
+    if (value != NULL) {
+      (void) napi_reject_deferred(env, run->deferred, value);
+      return;
+    }
+  } else {
+    value = ks__result_object(env, run, box);
+    if (value != NULL) {
+      (void) napi_resolve_deferred(env, run->deferred, value);
+      return;
+    }
+  }
+  /* Building the value failed: reject with whatever went wrong. */
+  if (napi_is_exception_pending(env, &pending) == napi_ok && pending &&
+      napi_get_and_clear_last_exception(env, &value) == napi_ok) {
+    (void) napi_reject_deferred(env, run->deferred, value);
+    return;
+  }
+  napi_value msg = NULL;
+  (void) napi_create_string_utf8(env, "kern-sandbox: could not build the run result",
+                                 NAPI_AUTO_LENGTH, &msg);
+  (void) napi_create_error(env, NULL, msg, &value);
+  (void) napi_reject_deferred(env, run->deferred, value);
+}
+
+static void ks__deliver_chunk(napi_env env, struct ks__msg *msg) {
+  struct ks__run *run = msg->run;
+  napi_value cb = NULL;
+  napi_value buf;
+  napi_value undefined;
+  napi_value ignored;
+  void *data;
+
+  atomic_fetch_sub(&run->queued_bytes, msg->len);
+  if (run->cb[msg->stream] == NULL ||
+      napi_get_reference_value(env, run->cb[msg->stream], &cb) != napi_ok || cb == NULL)
+    return;
+  if (napi_create_buffer_copy(env, msg->len, msg->data, &data, &buf) != napi_ok ||
+      napi_get_undefined(env, &undefined) != napi_ok)
+    return;
+  if (napi_call_function(env, undefined, cb, 1, &buf, &ignored) != napi_ok) {
+    /* A callback that throws changes nothing: the run goes on. */
+    napi_value exception;
+    (void) napi_get_and_clear_last_exception(env, &exception);
+  }
+}
+
+static void ks__call_js(napi_env env, napi_value js_cb, void *context, void *data) {
+  struct ks_addon *addon = context;
+  struct ks__msg *msg = data;
+  (void) js_cb;
+
+  if (msg->kind == KS__MSG_CHUNK) {
+    if (env != NULL) /* NULL: teardown, nobody left to deliver to */
+      ks__deliver_chunk(env, msg);
+    free(msg);
+    return;
+  }
+  if (env != NULL) {
+    ks__settle(env, msg->run, msg->box);
+    if (--addon->runs_in_flight == 0)
+      (void) napi_unref_threadsafe_function(env, addon->tsfn);
+  }
+  ks__run_free(env, msg->run);
+  ks_box_free(msg->box);
+  free(msg);
+}
+
+void ks_addon_shutdown(struct ks_addon *addon) {
+  if (addon->shut_down)
+    return;
+  addon->shut_down = true;
+  if (addon->sup != NULL) {
+    ks_sup_shutdown(addon->sup);
+    addon->sup = NULL;
+  }
+}
+
+static void ks__tsfn_finalize(napi_env env, void *data, void *hint) {
+  struct ks_addon *addon = data;
+  (void) env;
+  (void) hint;
+  /* The TSFN is about to be deleted: the supervisor must be stopped (and so
+   * stop calling it) before this returns. */
+  ks_addon_shutdown(addon);
+  addon->tsfn = NULL;
+}
+
+static int ks__ensure_supervisor(napi_env env, struct ks_addon *addon, struct ks_err *err) {
+  static const struct ks_sup_hooks hooks = {.on_output = ks__on_output,
+                                            .on_done = ks__on_done};
+  napi_value name;
+
+  if (addon->sup != NULL)
+    return 0;
+  if (addon->shut_down)
+    return ks_err_set(err, ECANCELED, "spawn", NULL);
+  if (addon->tsfn == NULL) {
+    if (napi_create_string_utf8(env, "kern-sandbox supervisor", NAPI_AUTO_LENGTH, &name) !=
+            napi_ok ||
+        napi_create_threadsafe_function(env, NULL, NULL, name, 0, 1, addon, ks__tsfn_finalize,
+                                        addon, ks__call_js, &addon->tsfn) != napi_ok)
+      return ks_err_set(err, ENOMEM, "napi_create_threadsafe_function", NULL);
+    (void) napi_unref_threadsafe_function(env, addon->tsfn);
+  }
+  return ks_sup_start(&hooks, addon, &addon->sup, err);
+}
+
+/* ---- run(path, argv, envp, envData, tmpdir, stopArgv, timeoutMs, cap,
+ *          onStdout, onStderr) -> Promise<RawRunResult> -------------------- */
+
+static bool ks__is_function(napi_env env, napi_value v) {
+  napi_valuetype t;
+  return napi_typeof(env, v, &t) == napi_ok && t == napi_function;
+}
+
+static bool ks__get_request(napi_env env, napi_value *argv, struct ks_box_request *req) {
+  napi_valuetype t;
+  double timeout_ms;
+  double cap;
+  bool is_buffer = false;
+
+  memset(req, 0, sizeof *req);
+  req->path = ks_napi_get_string(env, argv[0], NULL);
+  if (req->path == NULL)
+    return false;
+  req->argv = ks_napi_get_strv(env, argv[1]);
+  if (req->argv == NULL)
+    return false;
+  req->envp = ks_napi_get_strv(env, argv[2]);
+  if (req->envp == NULL)
+    return false;
+
+  if (napi_is_buffer(env, argv[3], &is_buffer) != napi_ok) {
+    ks_napi_throw_last(env);
+    return false;
+  }
+  if (is_buffer) {
+    void *data;
+    size_t len;
+    if (napi_get_buffer_info(env, argv[3], &data, &len) != napi_ok) {
+      ks_napi_throw_last(env);
+      return false;
+    }
+    req->env_data = malloc(len ? len : 1);
+    if (req->env_data == NULL) {
+      napi_throw_error(env, "ENOMEM", "kern-sandbox: out of memory");
+      return false;
+    }
+    memcpy(req->env_data, data, len);
+    req->env_len = len;
+  }
+  req->tmpdir = ks_napi_get_string(env, argv[4], NULL);
+  if (req->tmpdir == NULL)
+    return false;
+  if (napi_typeof(env, argv[5], &t) != napi_ok) {
+    ks_napi_throw_last(env);
+    return false;
+  }
+  if (t == napi_object) {
+    req->stop_argv = ks_napi_get_strv(env, argv[5]);
+    if (req->stop_argv == NULL)
+      return false;
+  }
+  if (napi_get_value_double(env, argv[6], &timeout_ms) != napi_ok ||
+      napi_get_value_double(env, argv[7], &cap) != napi_ok) {
+    ks_napi_throw_last(env);
+    return false;
+  }
+  /* The facade validated these; re-check only what protects the casts. */
+  if (!(timeout_ms > 0 && timeout_ms <= 1e15) || !(cap >= 0 && cap <= 9007199254740991.0)) {
+    napi_throw_range_error(env, "ERR_OUT_OF_RANGE", "kern-sandbox: timeout or cap out of range");
+    return false;
+  }
+  req->timeout_ns = (uint64_t) (timeout_ms * 1e6);
+  req->cap = (size_t) cap;
+  req->stream[KS_STDOUT] = ks__is_function(env, argv[8]);
+  req->stream[KS_STDERR] = ks__is_function(env, argv[9]);
+  return true;
+}
+
+static napi_value ks__run(napi_env env, napi_callback_info info) {
+  size_t argc = 10;
+  napi_value argv[10];
+  struct ks_addon *addon;
+  struct ks_box_request req;
+  struct ks__run *run = NULL;
+  struct ks_box *box = NULL;
+  struct ks_err err;
+  napi_value promise = NULL;
+
+  KS_NAPI_CALL(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  KS_NAPI_CALL(env, napi_get_instance_data(env, (void **) &addon));
+  if (argc != 10) {
+    napi_throw_type_error(env, "ERR_INVALID_ARG_TYPE", "run() takes 10 arguments");
+    return NULL;
+  }
+  if (!ks__get_request(env, argv, &req))
+    goto fail;
+
+  run = calloc(1, sizeof *run);
+  if (run == NULL) {
+    napi_throw_error(env, "ENOMEM", "kern-sandbox: out of memory");
+    goto fail;
+  }
+  run->addon = addon;
+  for (int s = 0; s < 2; s++) {
+    if (req.stream[s])
+      KS_NAPI_CALL_GOTO(env, napi_create_reference(env, argv[8 + s], 1, &run->cb[s]), fail);
+  }
+
+  ks_err_clear(&err);
+  if (ks__ensure_supervisor(env, addon, &err) < 0) {
+    napi_throw(env, ks_napi_system_error(env, &err));
+    goto fail;
+  }
+  box = ks_box_new(&req, run);
+  if (box == NULL) {
+    napi_throw_error(env, "ENOMEM", "kern-sandbox: out of memory");
+    goto fail;
+  }
+  KS_NAPI_CALL_GOTO(env, napi_create_promise(env, &run->deferred, &promise), fail);
+  if (ks_sup_submit(addon->sup, box) < 0) {
+    ks_err_set(&err, ECANCELED, "spawn", NULL);
+    (void) napi_reject_deferred(env, run->deferred, ks_napi_system_error(env, &err));
+    ks_box_free(box);
+    ks__run_free(env, run);
+    return promise;
+  }
+  if (addon->runs_in_flight++ == 0)
+    (void) napi_ref_threadsafe_function(env, addon->tsfn);
+  return promise;
+
+fail:
+  if (box != NULL)
+    ks_box_free(box);
+  else
+    ks_box_request_free(&req);
+  if (run != NULL)
+    ks__run_free(env, run);
+  return NULL;
+}
+
+static napi_value ks__live_boxes(napi_env env, napi_callback_info info) {
+  struct ks_addon *addon;
+  napi_value out;
+  (void) info;
+  KS_NAPI_CALL(env, napi_get_instance_data(env, (void **) &addon));
+  KS_NAPI_CALL(env, napi_create_double(
+                        env, addon->sup != NULL ? (double) ks_sup_live_boxes(addon->sup) : 0,
+                        &out));
+  return out;
+}
+
+bool ks_napi_init_run(napi_env env, napi_value exports) {
+  napi_value fn;
+  napi_value v;
+
+  if (napi_create_function(env, "run", NAPI_AUTO_LENGTH, ks__run, NULL, &fn) != napi_ok ||
+      !ks_napi_set(env, exports, "run", fn))
+    return false;
+  if (napi_create_function(env, "liveBoxes", NAPI_AUTO_LENGTH, ks__live_boxes, NULL, &fn) !=
+          napi_ok ||
+      !ks_napi_set(env, exports, "liveBoxes", fn))
+    return false;
+  if (napi_create_int32(env, KS_BOX_STARTED_FD, &v) != napi_ok ||
+      !ks_napi_set(env, exports, "STARTED_FD", v))
+    return false;
+  if (napi_create_int32(env, KS_BOX_ENV_FD, &v) != napi_ok ||
+      !ks_napi_set(env, exports, "ENV_FD", v))
+    return false;
+  return true;
+}

@@ -1,0 +1,52 @@
+#!/usr/bin/env node
+// Builds the addon with node-gyp against the headers installed with this Node
+// (nodedir), so a fresh machine needs no download: node-gyp must never try to
+// fetch headers from the network.
+"use strict";
+
+const { spawnSync } = require("child_process");
+const fs = require("fs");
+const path = require("path");
+
+function findNodedir() {
+  const candidates = [];
+  if (process.env.npm_config_nodedir) candidates.push(process.env.npm_config_nodedir);
+  candidates.push(path.resolve(path.dirname(process.execPath), ".."));
+  for (const dir of candidates) {
+    if (fs.existsSync(path.join(dir, "include", "node", "node_api.h")) &&
+        fs.existsSync(path.join(dir, "include", "node", "common.gypi")))
+      return dir;
+  }
+  return null;
+}
+
+function findNodeGyp() {
+  // npm tells lifecycle scripts where its bundled node-gyp is.
+  const fromNpm = process.env.npm_config_node_gyp;
+  if (fromNpm && fs.existsSync(fromNpm)) return [process.execPath, fromNpm];
+  const bundled = path.resolve(path.dirname(process.execPath), "..", "lib", "node_modules",
+    "npm", "node_modules", "node-gyp", "bin", "node-gyp.js");
+  if (fs.existsSync(bundled)) return [process.execPath, bundled];
+  return ["node-gyp"];
+}
+
+const nodedir = findNodedir();
+if (!nodedir) {
+  console.error(
+    "kern-sandbox: the Node headers (include/node/node_api.h) were not found next to " +
+      process.execPath + ".\nInstall the headers package of your Node distribution " +
+      "(e.g. Debian: apt-get install libnode-dev or nodejs with headers), or set " +
+      "npm_config_nodedir to a directory containing include/node.");
+  process.exit(1);
+}
+
+const debug = process.argv.includes("--debug");
+const extra = process.argv.slice(2).filter((a) => a !== "--debug");
+const [cmd, ...pre] = findNodeGyp();
+const args = [...pre, "rebuild", `--nodedir=${nodedir}`, ...(debug ? ["--debug"] : []), ...extra];
+const r = spawnSync(cmd, args, { stdio: "inherit", cwd: path.resolve(__dirname, "..") });
+if (r.error) {
+  console.error(`kern-sandbox: could not run node-gyp: ${r.error.message}`);
+  process.exit(1);
+}
+process.exit(r.status === null ? 1 : r.status);

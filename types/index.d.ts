@@ -1,0 +1,345 @@
+// TypeScript declarations for kern-sandbox.
+//
+// kern-sandbox drives the `kern` binary to execute untrusted or semi-trusted code (typically
+// code written by an LLM or an agent) inside a short-lived, locally created kernel sandbox.
+// There is no daemon and no cloud service: each call starts a new box on this machine.
+//
+// Two kinds of failure are kept apart throughout this API:
+//   * mistakes by the caller (bad arguments, unsafe mounts, `kern` missing, a session that was
+//     never opened) are THROWN as `SandboxError` (or its subclass `MountRefused`);
+//   * things the sandbox did to the workload (deadline hit, seccomp block, OOM kill, box failed
+//     to start) are RETURNED as data in `ExecutionResult.fault` and never thrown.
+// Host filesystem failures in the workspace helpers surface as ordinary Node system errors
+// (an `Error` carrying `code`, `errno`, `syscall` and `path`, e.g. `code === "ENOENT"`).
+
+/**
+ * The category of a sandbox-level event recorded in {@link ExecutionResult.fault}.
+ *
+ * - `"timeout"`: the call ran past `timeoutS` and the binding tore the box down (or kern's own
+ *   backstop deadline, a few seconds later, reaped it with SIGTERM).
+ * - `"escape_blocked"`: the seccomp filter rejected a system call and the workload died of
+ *   SIGSYS (exit status 159).
+ * - `"killed"`: the box received SIGKILL (exit status 137); in practice this is nearly always the
+ *   cgroup out-of-memory killer enforcing `memoryMb`.
+ * - `"startup_failed"`: kern itself could not bring the box up (unknown image, pull failure,
+ *   namespace/cgroup setup error, ...); detected from kern's own diagnostics, not the workload's.
+ *
+ * These are reported, never thrown.
+ */
+export type SandboxFaultType = "timeout" | "escape_blocked" | "killed" | "startup_failed";
+
+/**
+ * A sandbox-level event attached to a result. Present only when the sandbox intervened; a
+ * workload that simply exits non-zero produces no fault.
+ */
+export interface SandboxFault {
+  /** Which kind of intervention happened; see {@link SandboxFaultType} for when each is used. */
+  type: SandboxFaultType;
+  /** Human-readable explanation; for `"startup_failed"`, an excerpt of kern's diagnostics. */
+  message: string;
+}
+
+/** Describes one regular file inside the workspace. */
+export interface FileInfo {
+  /** Location of the file relative to the workspace root, using `/` as separator. */
+  path: string;
+  /** File size in bytes at the time it was observed. */
+  size: number;
+  /**
+   * `"created"` when the file did not exist before the call, `"modified"` when its size or
+   * modification time changed during the call. `listFiles()` reports every file as `"created"`.
+   */
+  change: "created" | "modified";
+}
+
+/**
+ * What one `runCode()` / `run()` call produced.
+ *
+ * Read `fault` to learn whether the sandbox stepped in; read `exitCode`, `stdout` and `stderr` to
+ * learn what the workload itself did. `success` combines the two.
+ */
+export class ExecutionResult {
+  /** Captured standard output, decoded as UTF-8, holding at most `maxOutputBytes` bytes. */
+  stdout: string;
+  /** Captured standard error, decoded as UTF-8, holding at most `maxOutputBytes` bytes. */
+  stderr: string;
+  /**
+   * Exit status of the process in the box. A death by signal is reported shell-style as
+   * 128 + signal number (e.g. 137 for SIGKILL, 159 for SIGSYS); -1 if it could not be determined.
+   */
+  exitCode: number;
+  /** Wall-clock time the box took, in milliseconds, from launch until it exited. */
+  durationMs: number;
+  /**
+   * `null` when the sandbox did not intervene; then a non-zero `exitCode` is the workload's own
+   * doing. Otherwise `{ type, message }` where `type` is one of `"timeout"`, `"escape_blocked"`,
+   * `"killed"` or `"startup_failed"` (see {@link SandboxFaultType}).
+   */
+  fault: SandboxFault | null;
+  /** Workspace files this call created or changed (the `.deps` directory is not included). */
+  files: FileInfo[];
+  /**
+   * `true` if stdout or stderr produced more than `maxOutputBytes` bytes; the excess was read
+   * and thrown away so the box never stalls on a full pipe.
+   */
+  truncated: boolean;
+  /** `true` only when `exitCode` is 0 and `fault` is `null`. */
+  readonly success: boolean;
+}
+
+/**
+ * Thrown for caller and configuration mistakes: an invalid option or argument, a session used
+ * before `open()`, a workspace path that leaves the workspace, snapshot/restore used without
+ * opting in, a failing `setup` command, or the `kern` binary not being found (looked up via
+ * `$KERN_BIN`, then `PATH`). `name` is `"SandboxError"`.
+ */
+export class SandboxError extends Error {}
+/**
+ * Thrown (a {@link SandboxError} subclass) when a requested bind mount or workspace is judged
+ * unsafe: a sensitive host source such as `/`, `/etc`, `/root`, `/proc`, `/sys`, `/dev`, the
+ * Docker socket or your home directory; a relative or non-existent source; a target that is not
+ * absolute, contains `..`, or would cover an essential box path; or a mode other than
+ * `"ro"`/`"rw"`. `name` is `"MountRefused"`.
+ */
+export class MountRefused extends SandboxError {}
+
+/**
+ * Where and how a host path appears inside the box: either just the absolute target path
+ * (mounted read-write), or a `[target, mode]` pair where mode `"ro"` makes it read-only.
+ */
+export type MountSpec = string | [target: string, mode: "ro" | "rw"];
+
+/**
+ * Configuration for a {@link Sandbox}, {@link withSandbox} or the one-shot {@link runCode}.
+ * Every field is optional and the defaults are the strict ones; any option that loosens
+ * isolation says so explicitly below.
+ */
+export interface SandboxOptions {
+  /** Container image (OCI reference) the box is started from. Defaults to `"python:3.12-slim"`. */
+  image?: string;
+  /**
+   * A shell command executed a single time during `open()`, inside a separate short-lived box
+   * that DOES have network access (relaxes isolation for that one box only). Meant for
+   * installing dependencies, e.g. `"pip install pandas"`; a leading `pip install` is redirected
+   * into `<workspace>/.deps`, which later Python runs find on `PYTHONPATH`. No default (no setup
+   * step). A non-zero exit makes `open()` throw {@link SandboxError}.
+   */
+  setup?: string;
+  /**
+   * An absolute host directory used as the persistent workspace (mounted at `/workspace`), which
+   * is left in place by `close()`. When omitted (the default), a private temporary directory is
+   * created by `open()` and removed by `close()`. Sensitive locations are refused with
+   * {@link MountRefused}.
+   */
+  workspace?: string;
+  /**
+   * Memory limit for each box, in mebibytes, enforced by cgroup v2. Defaults to 512. Passing
+   * `null` lifts the binding's limit (kern's own default applies), which relaxes the cap.
+   */
+  memoryMb?: number | null;
+  /**
+   * CPU limit for each box, in cores (fractions allowed, e.g. 0.5). Defaults to `null`, meaning
+   * no CPU limit is applied.
+   */
+  cpus?: number | null;
+  /**
+   * Maximum number of tasks (processes plus threads) a box may hold, which defuses fork bombs.
+   * Defaults to 256. `null` removes the binding's limit (relaxes the cap).
+   */
+  pids?: number | null;
+  /**
+   * Deadline for every `runCode()`/`run()` call, in seconds; must be greater than 0 or the
+   * constructor throws {@link SandboxError}. Defaults to 30. The binding itself kills the box and
+   * its process group when the deadline passes and reports a `"timeout"` fault. The `setup` box
+   * gets at least 120 seconds.
+   */
+  timeoutS?: number;
+  /**
+   * RELAXES ISOLATION: when `true`, every box shares the host's network. Defaults to `false`
+   * (no network at all, except for the `setup` box). Cannot be combined with `egressAllow`.
+   */
+  network?: boolean;
+  /**
+   * RELAXES ISOLATION (partially): lets `runCode()`/`run()` reach only the listed bare hostnames,
+   * e.g. `["pypi.org", "files.pythonhosted.org"]`, through kern's filtering proxy from an isolated
+   * network namespace. Defaults to none (no network). Each entry must be a plain domain name (no
+   * scheme, port, path, wildcard or whitespace), else {@link SandboxError}; combining it with
+   * `network: true` also throws. The `setup` box is unaffected and keeps full network access.
+   */
+  egressAllow?: string[];
+  /**
+   * RELAXES ISOLATION: additional host directories/files bound into every box, keyed by absolute
+   * host source path, e.g. `{ "/data/in": "/in" }` or `{ "/data/in": ["/in", "ro"] }` (see
+   * {@link MountSpec}). Defaults to no extra mounts. Unsafe sources or targets are rejected
+   * with {@link MountRefused} by the constructor.
+   */
+  mounts?: Record<string, MountSpec>;
+  /**
+   * Named kern resource profiles to attach, e.g. `["vcpu:heavy", "vgpio:leds", "vdisk:scratch"]`.
+   * Each token selects a `[[vcpu]]`, `[[vgpio]]` or `[[vdisk]]` entry from
+   * `~/.config/kern/kern.toml` (a CPU/memory slice, a set of hardware devices, or a size-limited
+   * scratch disk); attaching a `vgpio:` profile grants the box that hardware. Defaults to none.
+   * A token that is not exactly `vcpu:|vgpio:|vdisk:` plus an alphanumeric name throws
+   * {@link SandboxError}, so it cannot be used to inject extra kern flags.
+   */
+  profiles?: string[];
+  /**
+   * Additional environment variables for the workload. Defaults to none (only `PYTHONPATH`
+   * pointing at `/workspace/.deps` is set). The variables are handed to kern through an
+   * inherited file descriptor, never on the command line (where `ps` could show them) and never
+   * as a file in the workspace. Names or values containing a newline or NUL byte throw
+   * {@link SandboxError}.
+   */
+  env?: Record<string, string>;
+  /**
+   * Limit on how much of stdout and of stderr (each counted separately) is kept, in bytes.
+   * Defaults to 64 MiB (67108864). Output beyond it is drained and discarded, setting
+   * `truncated`. Must be greater than 0.
+   */
+  maxOutputBytes?: number;
+  /**
+   * When `true` (the default) resource caps are strictly enforced by placing the box in its own
+   * systemd scope (around 6 ms of extra start-up). `false` relaxes this to best-effort
+   * enforcement for a faster start (around 3 ms).
+   */
+  enforceLimits?: boolean;
+  /**
+   * When `true`, the `.deps` directory installed by `setup` is mounted read-only in the boxes
+   * that run your code, so one run cannot tamper with packages a later run imports. Defaults to
+   * `false` (dependencies stay writable).
+   */
+  depsReadonly?: boolean;
+  /**
+   * Optional live view of stdout: invoked with each `Buffer` chunk as it is read. Best-effort:
+   * the box is never slowed down for the callback, so a slow callback can miss chunks, but
+   * `result.stdout` still contains everything up to `maxOutputBytes`. Exceptions thrown by the
+   * callback are ignored. Defaults to none.
+   */
+  onStdout?: (chunk: Buffer) => void;
+  /**
+   * Optional live view of stderr, with the same best-effort behaviour as `onStdout`:
+   * chunks may be missed by a slow callback, `result.stderr` stays complete up to the cap, and a
+   * throwing callback is ignored. Defaults to none.
+   */
+  onStderr?: (chunk: Buffer) => void;
+}
+
+/**
+ * Interpreter used by `runCode()`: `"python"` (the default, runs `python3`), `"bash"` (runs `sh`)
+ * or `"node"`. Pick an `image` that actually contains that interpreter.
+ */
+export type Language = "python" | "bash" | "node";
+
+/**
+ * A sandbox session built around one workspace directory. Files written to the workspace survive
+ * from one call to the next; processes and memory do not, because every `runCode()`/`run()`
+ * starts a brand-new box. All options default to their most restrictive value.
+ *
+ * The constructor validates the options and locates `kern`; it throws {@link SandboxError} for
+ * invalid values or a missing binary and {@link MountRefused} for unsafe mounts. Call `open()`
+ * (or use {@link withSandbox}) before anything else.
+ */
+export class Sandbox {
+  constructor(opts?: SandboxOptions);
+  /**
+   * Prepares the session: creates the temporary workspace (or checks and creates the one given),
+   * then runs `setup` if configured. Resolves to the sandbox itself; calling it again on an open
+   * session does nothing. Rejects with {@link MountRefused} for an unsafe `workspace`, with
+   * {@link SandboxError} if `setup` fails, and with a Node system error (`code`, `errno`,
+   * `syscall`, `path`) if the directory cannot be created.
+   */
+  open(): Promise<this>;
+  /**
+   * Ends the session, removing the workspace only if `open()` created it (a caller-supplied
+   * `workspace` is kept). Safe to call several times; cleanup is best-effort and does not reject.
+   */
+  close(): Promise<void>;
+  /**
+   * Executes `code` with the chosen interpreter (`language`, default `"python"`) in a fresh box
+   * with the session's network setting (off by default). Sandbox interventions are returned in
+   * `result.fault`, never thrown. Very large snippets are staged as a file in the workspace.
+   * Rejects with {@link SandboxError} if the session is not open, the language is unknown, the
+   * code contains a NUL byte, or `kern` cannot be executed.
+   */
+  runCode(code: string, opts?: { language?: Language }): Promise<ExecutionResult>;
+  /**
+   * Executes `command`, an argument vector such as `["sh", "-c", "ls -la"]`, in a fresh box; it is
+   * never interpreted by a host shell. Rejects with {@link SandboxError} if the session is not
+   * open, `command` is a string, an empty array, or contains a non-string/NUL-containing element.
+   */
+  run(command: string[]): Promise<ExecutionResult>;
+  /**
+   * Stores `data` (a string is written as UTF-8) at `path`, relative to the workspace, creating
+   * missing parent directories; an existing file is replaced. The path is resolved strictly
+   * beneath the workspace (openat2), and no symbolic link is followed in any component, so a link
+   * planted by the box cannot divert the write. Rejects with {@link SandboxError} if the session
+   * is not open or the path leaves the workspace, and with a Node system error (`code`, `errno`,
+   * `syscall`, `path`; e.g. `ELOOP` for a symlink, `EISDIR`) when the host operation fails.
+   */
+  writeFile(path: string, data: Buffer | string): Promise<void>;
+  /**
+   * Returns the bytes of the workspace file at `path` (relative to the workspace). Resolution is
+   * the same as for `writeFile()`: confined to the workspace, with symbolic links refused in
+   * every component. Rejects with {@link SandboxError} if the session is not open or the path
+   * leaves the workspace, and with a Node system error (`code`, `errno`, `syscall`, `path`; e.g.
+   * `ENOENT` for a missing file, `ELOOP` for a symlink) when the host operation fails.
+   */
+  readFile(path: string): Promise<Buffer>;
+  /**
+   * Synchronously writes the entire workspace to the host file `dest` as a gzip-compressed USTAR
+   * archive, a filesystem checkpoint only (no process or memory state). Regular files are
+   * stored, symbolic links are skipped; member paths may be up to 255 bytes (via the USTAR prefix
+   * field). Readable by standard `tar`.
+   *
+   * Disabled unless the environment variable `KERN_SANDBOX_SNAPSHOT` is `"1"`. Throws
+   * {@link SandboxError} when not enabled, when the session is not open, or when a path is too
+   * long for USTAR; throws a Node system error (`code`, `errno`, `syscall`, `path`) if `dest`
+   * cannot be written.
+   */
+  snapshot(dest: string): void;
+  /**
+   * Synchronously unpacks an archive produced by `snapshot()` (or a compatible plain-USTAR
+   * `.tar.gz`) from the host file `src` into the workspace, overwriting files with the same name.
+   * The archive is checked up front: absolute paths, `..` components, and members other than
+   * regular files and directories (symlinks, hard links, devices) cause a refusal, as do corrupt
+   * headers.
+   *
+   * Disabled unless the environment variable `KERN_SANDBOX_SNAPSHOT` is `"1"`. Throws
+   * {@link SandboxError} when not enabled, when the session is not open, or when the archive is
+   * unsafe or malformed; throws a Node system error (`code`, `errno`, `syscall`, `path`) if `src`
+   * cannot be read or the workspace cannot be written.
+   */
+  restore(src: string): void;
+  /**
+   * Lists the regular files in the workspace, or only beneath `subdir` (workspace-relative) when
+   * given. The `.deps` directory and symbolic links are left out; `change` is always
+   * `"created"`. Rejects with {@link SandboxError} if the session is not open or `subdir` leaves
+   * the workspace.
+   */
+  listFiles(subdir?: string): Promise<FileInfo[]>;
+}
+
+/**
+ * Session helper: constructs a {@link Sandbox} (here with default options), awaits `open()`,
+ * calls `fn` with it and always calls `close()` afterwards, even when `fn` rejects. Resolves to
+ * whatever `fn` resolves to; errors from the constructor, `open()` or `fn` are propagated.
+ */
+export function withSandbox<T>(fn: (sandbox: Sandbox) => Promise<T>): Promise<T>;
+/**
+ * Session helper: constructs a {@link Sandbox} from `opts`, awaits `open()` (which runs `setup`),
+ * calls `fn` with it and always calls `close()` afterwards, even when `fn` rejects. Resolves to
+ * whatever `fn` resolves to; errors from the constructor, `open()` or `fn` are propagated.
+ */
+export function withSandbox<T>(opts: SandboxOptions, fn: (sandbox: Sandbox) => Promise<T>): Promise<T>;
+
+/**
+ * Convenience for a single execution: opens a temporary session with `opts`, runs `code` with
+ * `opts.language` (default `"python"`), then closes the session and deletes its workspace.
+ * Sandbox interventions come back in `result.fault`; configuration mistakes reject with
+ * {@link SandboxError} / {@link MountRefused}. Use {@link withSandbox} when several steps must
+ * share files.
+ */
+export function runCode(code: string, opts?: SandboxOptions & { language?: Language }): Promise<ExecutionResult>;
+
+/** The version string of this package, e.g. `"0.1.1"`. */
+export const version: string;
