@@ -1,0 +1,21 @@
+"use strict";
+
+// Loads the native engine. KERN_SANDBOX_BUILD=Debug selects the debug build
+// (used by the sanitizer runs); otherwise the release build.
+const path = require("path");
+
+const flavour = process.env.KERN_SANDBOX_BUILD === "Debug" ? "Debug" : "Release";
+const file = path.join(__dirname, "..", "build", flavour, "kern_sandbox.node");
+
+let binding;
+try {
+  binding = require(file);
+} catch (e) {
+  const err = new Error(
+    `kern-sandbox: the native addon could not be loaded from ${file} (${e.message}). ` +
+      "Run `npm install` (or `npm run build`) in the package directory to build it.");
+  err.cause = e;
+  throw err;
+}
+
+module.exports = binding;

@@ -1,0 +1,74 @@
+"use strict";
+
+// Decides result.fault from facts the engine reports. The order is part of
+// the contract (0.1.1): our own deadline, then what the exit status proves,
+// and only then whether kern failed to start the box. Output the workload
+// controls never decides a fault while kern's started bytes prove the box ran.
+const { escapeControl } = require("./errors");
+
+const SIGKILL = 9;
+const SIGTERM = 15;
+const SIGSYS = 31;
+const EXIT_SIGKILL = 128 + SIGKILL;
+const EXIT_SIGTERM = 128 + SIGTERM;
+const EXIT_SIGSYS = 128 + SIGSYS;
+const STARTED_BYTE = 0x01;
+const MEMORY_ENFORCED = 1;
+
+// kern binaries seen writing the started bytes: for those, silence on the
+// started fd is itself proof that the box never existed.
+const kernSpeaksStartedFd = new Set();
+
+function fault(type, message) {
+  return { type, message };
+}
+
+function isKernNoise(line) {
+  return /^kern: (warning|note|heads-up):/.test(line);
+}
+
+// kern's own account of why it failed: its `error:` line (and hints), or one
+// of its `kern:` lines that is not a warning or a note.
+function kernErrorLine(stderr) {
+  const lines = stderr.split("\n").map((l) => l.trim()).filter(Boolean);
+  const err = lines.find((l) => l.startsWith("error:"));
+  if (err) return err;
+  return lines.find((l) => l.startsWith("kern:") && !isKernNoise(l)) || null;
+}
+
+function exitCodeOf(raw) {
+  if (typeof raw.exitCode === "number") return raw.exitCode;
+  if (typeof raw.signal === "number") return 128 + raw.signal;
+  return -1; // the status was taken by a foreign reaper
+}
+
+/**
+ * raw: the engine's result; ctx: { kern, timeoutS, stderr, exitCode }.
+ * Returns a fault object or null.
+ */
+function classify(raw, ctx) {
+  const rc = ctx.exitCode;
+  const boxRan = raw.startedCount > 0 && raw.started[0] === STARTED_BYTE;
+  if (boxRan) kernSpeaksStartedFd.add(ctx.kern);
+
+  if (raw.timedOut)
+    return fault("timeout", `the call ran past its ${ctx.timeoutS}s limit; the binding killed the box`);
+  if (rc === EXIT_SIGSYS || raw.signal === SIGSYS)
+    return fault("escape_blocked", "the seccomp filter blocked a system call (SIGSYS)");
+  if (rc === EXIT_SIGKILL || raw.signal === SIGKILL) {
+    const oom = boxRan && raw.startedCount >= 2 && raw.started[1] === MEMORY_ENFORCED;
+    return fault("killed", oom
+      ? "the box was killed (SIGKILL) with its memory cap in force: most likely out of memory"
+      : "the box was killed (SIGKILL), most often by the out-of-memory killer");
+  }
+  if (rc === EXIT_SIGTERM || raw.signal === SIGTERM)
+    return fault("timeout", "the box ran past kern's own time limit and was terminated (SIGTERM)");
+  if (rc === 0 || boxRan) return null;
+
+  const line = kernErrorLine(ctx.stderr);
+  if (line === null && !kernSpeaksStartedFd.has(ctx.kern)) return null;
+  const why = line !== null ? line : `kern exited with status ${rc} before the box started`;
+  return fault("startup_failed", escapeControl(why).slice(0, 500));
+}
+
+module.exports = { classify, exitCodeOf, kernErrorLine };

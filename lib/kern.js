@@ -1,0 +1,117 @@
+"use strict";
+
+// Everything about talking to the kern binary: finding it, the environment it
+// gets, and the `kern box` command line.
+const fs = require("fs");
+const path = require("path");
+const crypto = require("crypto");
+const { SandboxError } = require("./errors");
+const { BOX_WORKSPACE } = require("./mounts");
+
+const DEPS_DIR = ".deps";
+const HOW_TO_GET_KERN =
+  "install it (see https://github.com/getkern/kern: `curl -fsSL " +
+  "https://raw.githubusercontent.com/getkern/kern/main/install.sh | sh`) so that `kern` is on " +
+  "PATH, or set KERN_BIN to the absolute path of the kern binary";
+
+function checkKernFile(file, source) {
+  let st;
+  try {
+    st = fs.statSync(file);
+    fs.accessSync(file, fs.constants.X_OK);
+  } catch {
+    return `${source} ${JSON.stringify(file)} is not an executable file`;
+  }
+  if (!st.isFile()) return `${source} ${JSON.stringify(file)} is not a regular file`;
+  // Anyone who can rewrite kern runs code as us on the next box (A36).
+  if (st.mode & 0o022)
+    return `${source} ${JSON.stringify(file)} is writable by group or others; refusing to run it`;
+  const uid = typeof process.getuid === "function" ? process.getuid() : 0;
+  if (st.uid !== 0 && st.uid !== uid)
+    return `${source} ${JSON.stringify(file)} belongs to another user (uid ${st.uid}); ` +
+      "refusing to run it";
+  return null;
+}
+
+/** Finds kern: $KERN_BIN, else the first `kern` in an absolute PATH entry. */
+function findKern(env = process.env) {
+  if (env.KERN_BIN) {
+    const file = env.KERN_BIN;
+    if (!path.isAbsolute(file))
+      throw new SandboxError(`KERN_BIN must be an absolute path, got ${JSON.stringify(file)}`);
+    const problem = checkKernFile(file, "KERN_BIN");
+    if (problem) throw new SandboxError(`${problem}; ${HOW_TO_GET_KERN}`);
+    return fs.realpathSync(file);
+  }
+  // Relative entries ('.', '', 'bin') would make the answer depend on the
+  // current directory, which may well be a workspace a box can write.
+  const dirs = (env.PATH || "").split(path.delimiter).filter((d) => path.isAbsolute(d));
+  for (const dir of dirs) {
+    const cand = path.join(dir, "kern");
+    if (fs.existsSync(cand) && checkKernFile(cand, "PATH entry") === null)
+      return fs.realpathSync(cand);
+  }
+  throw new SandboxError(`the kern binary was not found on PATH; ${HOW_TO_GET_KERN}`);
+}
+
+// kern reads many KERN_* variables, some of which weaken the box (a seccomp
+// denylist, an outer enforcer that disables the timeout and PDEATHSIG). It
+// gets only what it needs to find its images, config and user systemd.
+const PASSED_ENV = new Set([
+  "PATH", "HOME", "USER", "LOGNAME", "LANG", "LANGUAGE", "TZ", "TMPDIR", "NO_COLOR",
+  "XDG_RUNTIME_DIR", "XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME",
+  "DBUS_SESSION_BUS_ADDRESS", "KERN_QUIET",
+  "http_proxy", "https_proxy", "no_proxy", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY",
+  "SSL_CERT_FILE", "SSL_CERT_DIR",
+]);
+
+function kernEnv({ enforceLimits, startedFd }, env = process.env) {
+  const out = [];
+  for (const [k, v] of Object.entries(env)) {
+    if (v === undefined) continue;
+    if (PASSED_ENV.has(k) || k.startsWith("LC_")) out.push(`${k}=${v}`);
+  }
+  out.push(`KERN_STARTED_FD=${startedFd}`);
+  if (!enforceLimits) out.push("KERN_NO_SCOPE=1");
+  return out;
+}
+
+function boxName() {
+  // kern box names: 1-64 of [A-Za-z0-9_.-], starting alphanumeric.
+  return `ksbx-${crypto.randomBytes(8).toString("hex")}`;
+}
+
+/**
+ * The `kern box` argv. Only validated tokens come before `--`: a user token
+ * there could be a flag (even `--help`). `--net` goes after the profiles,
+ * because kern reads a bare token right after `--net` as its value.
+ */
+function boxArgv(o, { kern, name, workspace, isSetup, depsDirExists, envFd, command }) {
+  const argv = [kern, "box", name, "--image", o.image, "--ro",
+    "-v", `${workspace}:${BOX_WORKSPACE}`, "--workdir", BOX_WORKSPACE];
+  if (o.depsReadonly && !isSetup && depsDirExists)
+    argv.push("-v", `${workspace}/${DEPS_DIR}:${BOX_WORKSPACE}/${DEPS_DIR}:ro`);
+  // kern's own --timeout is a backstop just past ours, in whole seconds.
+  const timeoutS = isSetup ? Math.max(o.timeoutS, 120) : o.timeoutS;
+  argv.push("--timeout", String(Math.ceil(timeoutS) + 5));
+  if (o.memoryMb !== null) argv.push("--memory", `${o.memoryMb}m`);
+  if (o.cpus !== null) argv.push("--cpus", String(o.cpus));
+  if (o.pids !== null) argv.push("--pids-limit", String(o.pids));
+  argv.push(...o.profiles);
+  for (const m of o.mounts) argv.push("-v", `${m.src}:${m.target}${m.ro ? ":ro" : ""}`);
+  if (o.egressAllow.length > 0 && !isSetup) argv.push("--egress-allow", o.egressAllow.join(","));
+  else if (isSetup || o.network) argv.push("--net");
+  argv.push("--env-file", `/dev/fd/${envFd}`, "--", ...command);
+  return { argv, timeoutS };
+}
+
+/** The env file kern hands the workload: KEY=VALUE lines, validated upstream. */
+function envFileContent(env) {
+  const merged = { ...env };
+  if (merged.PYTHONPATH === undefined) merged.PYTHONPATH = `${BOX_WORKSPACE}/${DEPS_DIR}`;
+  let text = "";
+  for (const [k, v] of Object.entries(merged)) text += `${k}=${v}\n`;
+  return Buffer.from(text, "utf8");
+}
+
+module.exports = { findKern, kernEnv, boxName, boxArgv, envFileContent, DEPS_DIR };

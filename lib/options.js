@@ -1,0 +1,184 @@
+"use strict";
+
+// Validation and defaults for Sandbox options. Everything kern would reject
+// (or, worse, misread) is refused here with a SandboxError naming the option,
+// before any process starts.
+const { SandboxError } = require("./errors");
+const { validateMounts } = require("./mounts");
+
+const MIB = 1024 * 1024;
+const DEFAULTS = Object.freeze({
+  image: "python:3.12-slim",
+  memoryMb: 512,
+  pids: 256,
+  timeoutS: 30,
+  maxOutputBytes: 64 * MIB,
+});
+
+// The longest string V8 can hold: captured output is decoded to a string, so
+// a larger cap could only end in ERR_STRING_TOO_LONG.
+const MAX_OUTPUT_BYTES = require("buffer").constants.MAX_STRING_LENGTH;
+const MAX_TIMEOUT_S = 2 ** 31 - 1;
+const MAX_MEMORY_MB = 16 * MIB; // 16 TiB
+const MAX_CPUS = 4096;
+const MAX_PIDS = 4 * MIB; // the kernel's pid_max ceiling
+
+// An OCI reference: registry/name:tag@digest. Never a leading '-' (it would
+// become a kern flag) and nothing outside the reference alphabet.
+const IMAGE_RE = /^[A-Za-z0-9][A-Za-z0-9._\/:@+-]*$/;
+// vcpu:/vgpio:/vdisk: plus a profile name from kern.toml.
+const PROFILE_RE = /^(?:vcpu|vgpio|vdisk):[A-Za-z0-9][A-Za-z0-9._-]*$/;
+// A bare DNS name with at least one dot and an alphabetic TLD.
+const DOMAIN_RE =
+  /^(?=.{1,253}$)(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)+[A-Za-z]{2,63}$/;
+
+function describe(v) {
+  if (typeof v === "string") return JSON.stringify(v.length > 60 ? `${v.slice(0, 60)}...` : v);
+  if (typeof v === "bigint") return `${v}n`;
+  if (typeof v === "function") return "a function";
+  if (Array.isArray(v)) return "an array";
+  if (v !== null && typeof v === "object") return "an object";
+  return String(v);
+}
+
+function fail(name, expected, value) {
+  throw new SandboxError(`options.${name} must be ${expected}, got ${describe(value)}`);
+}
+
+function isWellFormed(s) {
+  // String.prototype.isWellFormed arrived in Node 20; lone surrogates would
+  // otherwise be replaced by U+FFFD on their way to UTF-8, silently.
+  if (typeof s.isWellFormed === "function") return s.isWellFormed();
+  return !/[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/.test(s);
+}
+
+function boolOption(opts, name, dflt) {
+  const v = opts[name];
+  if (v === undefined || v === null) return dflt;
+  // Strict on purpose: `network: "false"` is truthy and would open the network.
+  if (typeof v !== "boolean") fail(name, "a boolean", v);
+  return v;
+}
+
+function numberOption(opts, name, { dflt, nullable, integer, min, max, minExclusive }) {
+  const v = opts[name];
+  if (v === undefined) return dflt;
+  if (v === null) {
+    if (nullable) return null;
+    return dflt;
+  }
+  const kind = integer ? "an integer" : "a finite number";
+  const lower = minExclusive ? `above ${min}` : `at least ${min}`;
+  if (typeof v !== "number" || !Number.isFinite(v) || (integer && !Number.isInteger(v)) ||
+      (minExclusive ? !(v > min) : !(v >= min)) || v > max)
+    fail(name, `${kind} ${lower} and at most ${max}${nullable ? " (or null)" : ""}`, v);
+  return v;
+}
+
+function stringListOption(opts, name, re, what) {
+  const v = opts[name];
+  if (v === undefined || v === null) return [];
+  if (!Array.isArray(v)) fail(name, `an array of ${what}`, v);
+  return v.map((item, i) => {
+    // A RegExp '$' in JS matches only at the very end, and the explicit
+    // control-character check keeps "\n" or "\0" tricks out regardless.
+    if (typeof item !== "string" || /[\u0000-\u001f\u007f]/.test(item) || !re.test(item))
+      throw new SandboxError(`options.${name}[${i}] is not a valid ${what}: ${describe(item)}`);
+    return item;
+  });
+}
+
+const VALUE_TRIMMED_BY_KERN = /[\s\u0085]$/;
+
+// The env reaches the box through kern's --env-file: one KEY=VALUE per line,
+// lines trimmed, '#' lines skipped. Anything that format cannot carry exactly
+// is refused rather than altered.
+function envOption(opts) {
+  const v = opts.env;
+  if (v === undefined || v === null) return {};
+  if (typeof v !== "object" || Array.isArray(v)) fail("env", "an object of strings", v);
+  const out = {};
+  for (const [key, raw] of Object.entries(v)) {
+    let value = raw;
+    if (typeof value === "number" || typeof value === "boolean" || typeof value === "bigint")
+      value = String(value);
+    if (typeof value !== "string")
+      throw new SandboxError(`options.env.${key} must be a string, got ${describe(raw)}`);
+    if (key === "" || key.includes("=") || /[\s\u0000\u0085]/.test(key) || key.startsWith("#") ||
+        !isWellFormed(key))
+      throw new SandboxError(
+        `options.env has an invalid key ${describe(key)}: a key must be non-empty, and have no ` +
+          "'=', whitespace, NUL or leading '#'");
+    if (/[\n\r\u0000]/.test(value))
+      throw new SandboxError(`options.env.${key} must not contain a newline or NUL`);
+    if (VALUE_TRIMMED_BY_KERN.test(value))
+      throw new SandboxError(
+        `options.env.${key} ends with whitespace, which kern's env-file format would strip; ` +
+          "remove it or encode the value");
+    if (!isWellFormed(value))
+      throw new SandboxError(`options.env.${key} contains a lone UTF-16 surrogate`);
+    out[key] = value;
+  }
+  return out;
+}
+
+function callbackOption(opts, name) {
+  const v = opts[name];
+  if (v === undefined || v === null) return null;
+  if (typeof v !== "function") fail(name, "a function", v);
+  return v;
+}
+
+function stringOption(opts, name) {
+  const v = opts[name];
+  if (v === undefined || v === null) return null;
+  if (typeof v !== "string" || v.includes("\0")) fail(name, "a string without NUL", v);
+  return v;
+}
+
+/** Returns the complete, validated option set, or throws a SandboxError. */
+function normalizeOptions(opts) {
+  if (opts === undefined || opts === null) opts = {};
+  if (typeof opts !== "object" || Array.isArray(opts))
+    throw new SandboxError(`Sandbox options must be an object, got ${describe(opts)}`);
+
+  let image = opts.image ?? DEFAULTS.image;
+  if (typeof image !== "string" || image.length > 512 || !IMAGE_RE.test(image))
+    fail("image", "an image reference like \"python:3.12-slim\"", image);
+
+  const workspace = stringOption(opts, "workspace");
+  if (workspace === "") fail("workspace", "a non-empty path", workspace);
+
+  const o = {
+    image,
+    setup: stringOption(opts, "setup"),
+    workspace,
+    memoryMb: numberOption(opts, "memoryMb",
+      { dflt: DEFAULTS.memoryMb, nullable: true, integer: true, min: 1, max: MAX_MEMORY_MB }),
+    cpus: numberOption(opts, "cpus",
+      { dflt: null, nullable: true, min: 0, minExclusive: true, max: MAX_CPUS }),
+    pids: numberOption(opts, "pids",
+      { dflt: DEFAULTS.pids, nullable: true, integer: true, min: 2, max: MAX_PIDS }),
+    timeoutS: numberOption(opts, "timeoutS",
+      { dflt: DEFAULTS.timeoutS, min: 0, minExclusive: true, max: MAX_TIMEOUT_S }),
+    network: boolOption(opts, "network", false),
+    egressAllow: stringListOption(opts, "egressAllow", DOMAIN_RE, "domain like \"pypi.org\""),
+    mounts: validateMounts(opts.mounts),
+    profiles: stringListOption(opts, "profiles", PROFILE_RE,
+      "profile token ('vcpu:NAME', 'vgpio:NAME' or 'vdisk:NAME', NAME defined in kern.toml)"),
+    env: envOption(opts),
+    maxOutputBytes: numberOption(opts, "maxOutputBytes",
+      { dflt: DEFAULTS.maxOutputBytes, integer: true, min: 1, max: MAX_OUTPUT_BYTES }),
+    enforceLimits: boolOption(opts, "enforceLimits", true),
+    depsReadonly: boolOption(opts, "depsReadonly", false),
+    onStdout: callbackOption(opts, "onStdout"),
+    onStderr: callbackOption(opts, "onStderr"),
+  };
+  if (o.egressAllow.length > 0 && o.network)
+    throw new SandboxError(
+      "options.egressAllow and options.network: true cannot be combined: egressAllow keeps the " +
+        "box on its own network with a domain allowlist, network: true gives it the host network");
+  return o;
+}
+
+module.exports = { normalizeOptions, isWellFormed, describe, DEFAULTS };

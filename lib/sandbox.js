@@ -1,0 +1,337 @@
+"use strict";
+
+// The session object of the 0.1.1 API. It validates and shapes; the native
+// engine spawns, supervises, kills, and does every workspace operation
+// beneath the workspace descriptor opened once in open().
+const fs = require("fs");
+const os = require("os");
+const path = require("path");
+const crypto = require("crypto");
+const binding = require("./binding");
+const { normalizeOptions, describe } = require("./options");
+const { checkHostSource, within } = require("./mounts");
+const { findKern, kernEnv, boxName, boxArgv, envFileContent, DEPS_DIR } = require("./kern");
+const { classify, exitCodeOf } = require("./faults");
+const { ExecutionResult } = require("./result");
+const { SandboxError, MountRefused, escapeControl, sandboxErrorFromSystem } = require("./errors");
+const { checkRelPath } = require("./paths");
+const snapshots = require("./snapshot");
+
+const INLINE_CODE_MAX = 128 * 1024; // longer code goes through a workspace file (ARG_MAX)
+const READ_MAX = 2 ** 31 - 1; // what Node's own fs.readFile accepts
+const RUNNERS = {
+  python: { argv0: "python3", evalFlag: "-c", ext: "py" },
+  bash: { argv0: "sh", evalFlag: "-c", ext: "sh" },
+  node: { argv0: "node", evalFlag: "-e", ext: "js" }, // -e evaluates; -c only checks syntax
+};
+const PIP_INSTALL = "pip install ";
+
+class Sandbox {
+  #o;
+  #kern;
+  #ws = "";
+  #rootfd = -1;
+  #ownWs = false;
+  #entered = false;
+  #opening = null;
+  #busy = 0; // workspace operations in flight; the root fd outlives them
+  #closing = false;
+
+  constructor(opts = {}) {
+    const o = normalizeOptions(opts);
+    this.#o = o;
+    // The public fields the reference exposes, with its defaults.
+    this.image = o.image;
+    this.setup = o.setup;
+    this.workspace = o.workspace;
+    this.memoryMb = o.memoryMb;
+    this.cpus = o.cpus;
+    this.pids = o.pids;
+    this.timeoutS = o.timeoutS;
+    this.network = o.network;
+    this.egressAllow = opts.egressAllow ?? null;
+    this.mounts = opts.mounts ?? null;
+    this.profiles = opts.profiles ?? null;
+    this.env = opts.env ?? null;
+    this.maxOutputBytes = o.maxOutputBytes;
+    this.onStdout = o.onStdout;
+    this.onStderr = o.onStderr;
+    this.enforceLimits = o.enforceLimits;
+    this.depsReadonly = o.depsReadonly;
+    this.#kern = findKern();
+  }
+
+  /** Creates or checks the workspace and runs `setup`. */
+  async open() {
+    if (this.#entered) return this;
+    if (this.#opening === null) {
+      this.#opening = this.#open().finally(() => {
+        this.#opening = null;
+      });
+    }
+    await this.#opening;
+    return this;
+  }
+
+  async #open() {
+    let ws;
+    let own = false;
+    if (this.#o.workspace === null) {
+      ws = await fs.promises.realpath(
+        await fs.promises.mkdtemp(path.join(os.tmpdir(), "kern-ws-")));
+      own = true;
+      if (/[:\n\r,]/.test(ws)) {
+        await fs.promises.rmdir(ws);
+        throw new SandboxError(
+          `the temporary workspace ${JSON.stringify(ws)} contains ':' or ',', which kern's -v ` +
+            "syntax cannot carry: point TMPDIR at a directory without them, or pass options.workspace");
+      }
+    } else {
+      await fs.promises.mkdir(path.resolve(this.#o.workspace), { recursive: true });
+      ws = checkHostSource(path.resolve(this.#o.workspace), "workspace");
+    }
+    try {
+      for (const m of this.#o.mounts) {
+        // A source the box can write could be swapped for a symlink to /etc
+        // between our check and kern's bind (A28).
+        if (within(m.src, ws) || within(ws, m.src))
+          throw new MountRefused(
+            `mount source ${JSON.stringify(m.src)} overlaps the workspace, which boxes can ` +
+              "write; mount a directory outside it");
+      }
+      if (within(this.#kern, ws))
+        throw new SandboxError(`the kern binary ${JSON.stringify(this.#kern)} lies inside the ` +
+          "workspace, where a box could replace it");
+      this.#rootfd = binding.wsOpen(ws);
+    } catch (e) {
+      if (own) await fs.promises.rmdir(ws).catch(() => {});
+      throw e;
+    }
+    this.#ws = ws;
+    this.#ownWs = own;
+    this.#entered = true;
+    this.#closing = false;
+    if (this.#o.setup) {
+      try {
+        await this.#runSetup(this.#o.setup);
+      } catch (e) {
+        // Leave nothing behind: open() failed, so no close() will follow.
+        await this.close();
+        throw e;
+      }
+    }
+  }
+
+  /** Deletes the workspace if open() created it. Idempotent. */
+  async close() {
+    if (this.#opening !== null) await this.#opening.catch(() => {});
+    if (!this.#entered) return;
+    this.#entered = false;
+    this.#closing = true;
+    const rootfd = this.#rootfd;
+    const ws = this.#ws;
+    if (this.#ownWs && rootfd >= 0) {
+      // Beneath the held descriptor, never following a link a box planted.
+      await this.#withRoot(() => binding.wsRemoveTree(rootfd)).catch(() => {});
+      await fs.promises.rmdir(ws).catch(() => {});
+    }
+    this.#releaseRootIfIdle();
+  }
+
+  #requireEntered() {
+    if (!this.#entered)
+      throw new SandboxError("open the Sandbox first: `await sandbox.open()` (or use withSandbox())");
+  }
+
+  // Keeps the workspace descriptor open while an operation uses it: closing
+  // it early would let the number be reused for an unrelated directory.
+  async #withRoot(fn) {
+    this.#busy++;
+    try {
+      return await fn(this.#rootfd);
+    } finally {
+      this.#busy--;
+      this.#releaseRootIfIdle();
+    }
+  }
+
+  #releaseRootIfIdle() {
+    if (this.#closing && this.#busy === 0 && this.#rootfd >= 0) {
+      binding.wsClose(this.#rootfd);
+      this.#rootfd = -1;
+    }
+  }
+
+  async #runSetup(cmd) {
+    // The only network-on box: `pip install X` lands in the workspace's .deps.
+    let shellCmd = cmd;
+    const trimmed = cmd.trim();
+    if (trimmed.startsWith(PIP_INSTALL)) {
+      shellCmd = "pip install --target /workspace/.deps --no-cache-dir " +
+        `--disable-pip-version-check ${trimmed.slice(PIP_INSTALL.length)}`;
+    }
+    const r = await this.#spawn(["sh", "-c", shellCmd], { isSetup: true });
+    if (!r.success) {
+      const detail = escapeControl((r.stderr || r.stdout).trim().slice(0, 400));
+      const why = r.fault ? `${r.fault.type}: ${escapeControl(r.fault.message)}` : `exit ${r.exitCode}`;
+      throw new SandboxError(`setup failed (${why}): ${detail}`);
+    }
+  }
+
+  async #depsDirExists(rootfd) {
+    if (!this.#o.depsReadonly) return false;
+    try {
+      const st = await fs.promises.lstat(path.join(this.#ws, DEPS_DIR));
+      return st.isDirectory() && rootfd >= 0;
+    } catch {
+      return false;
+    }
+  }
+
+  async #spawn(command, { isSetup = false } = {}) {
+    for (const part of command) {
+      if (typeof part !== "string" || part.includes("\0"))
+        throw new SandboxError("the command and code must be strings with no NUL byte");
+    }
+    const o = this.#o;
+    return this.#withRoot(async (rootfd) => {
+      const before = await binding.wsScan(rootfd);
+      const name = boxName();
+      const { argv, timeoutS } = boxArgv(o, {
+        kern: this.#kern, name, workspace: this.#ws, isSetup,
+        depsDirExists: await this.#depsDirExists(rootfd), envFd: binding.ENV_FD, command,
+      });
+      let raw;
+      try {
+        raw = await binding.run(this.#kern, argv,
+          kernEnv({ enforceLimits: o.enforceLimits, startedFd: binding.STARTED_FD }),
+          envFileContent(o.env), os.tmpdir(), [this.#kern, "stop", name],
+          timeoutS * 1000, o.maxOutputBytes, o.onStdout, o.onStderr);
+      } catch (e) {
+        throw sandboxErrorFromSystem(`could not run kern (${this.#kern})`, e);
+      }
+      const stdout = raw.stdout.toString("utf8");
+      const stderr = raw.stderr.toString("utf8");
+      const exitCode = exitCodeOf(raw);
+      const fault = classify(raw, { kern: this.#kern, timeoutS, stderr, exitCode });
+      const changes = await binding.wsDiff(rootfd, before);
+      return new ExecutionResult({
+        stdout, stderr, exitCode,
+        durationMs: Math.round(raw.durationMs * 1000) / 1000,
+        fault,
+        files: changes.map(([p, size, change]) => ({ path: p, size, change })),
+        truncated: raw.stdoutDiscarded > 0 || raw.stderrDiscarded > 0,
+      });
+    });
+  }
+
+  /** Runs a snippet in a fresh, network-off box on the workspace. */
+  async runCode(code, { language = "python" } = {}) {
+    this.#requireEntered();
+    if (typeof code !== "string")
+      throw new SandboxError(`code must be a string, got ${describe(code)}`);
+    const runner = Object.prototype.hasOwnProperty.call(RUNNERS, language) ? RUNNERS[language] : null;
+    if (runner === null)
+      throw new SandboxError(
+        `unsupported language ${describe(language)}: use "python", "bash" or "node"`);
+    if (Buffer.byteLength(code, "utf8") <= INLINE_CODE_MAX)
+      return this.#spawn([runner.argv0, runner.evalFlag, code]);
+    // Too long for argv: run it from a private file, removed afterwards.
+    if (code.includes("\0")) throw new SandboxError("code must not contain a NUL byte");
+    const cell = `.cell-${crypto.randomBytes(6).toString("hex")}.${runner.ext}`;
+    await this.writeFile(cell, code);
+    try {
+      return await this.#spawn([runner.argv0, `/workspace/${cell}`]);
+    } finally {
+      await fs.promises.unlink(path.join(this.#ws, cell)).catch(() => {});
+    }
+  }
+
+  /** Runs an argv array (never a shell string) in a fresh box. */
+  async run(command) {
+    this.#requireEntered();
+    if (typeof command === "string")
+      throw new SandboxError('run() takes an argv array, not a string: use run(["sh", "-c", "..."])');
+    if (!Array.isArray(command) || command.length === 0)
+      throw new SandboxError("run() needs a non-empty array of strings");
+    return this.#spawn(command);
+  }
+
+  /** Writes data to a workspace-relative path, atomically, never through a symlink. */
+  async writeFile(rel, data) {
+    this.#requireEntered();
+    const p = checkRelPath(rel);
+    let buf;
+    if (Buffer.isBuffer(data)) buf = data;
+    else if (ArrayBuffer.isView(data)) buf = Buffer.from(data.buffer, data.byteOffset, data.byteLength);
+    else buf = Buffer.from(String(data), "utf8");
+    try {
+      await this.#withRoot((fd) => binding.wsWriteFile(fd, p, buf));
+    } catch (e) {
+      throw sandboxErrorFromSystem(`cannot write ${JSON.stringify(rel)}`, e);
+    }
+  }
+
+  /** Reads a regular file at a workspace-relative path, never through a symlink. */
+  async readFile(rel) {
+    this.#requireEntered();
+    const p = checkRelPath(rel);
+    try {
+      return await this.#withRoot((fd) => binding.wsReadFile(fd, p, READ_MAX));
+    } catch (e) {
+      throw sandboxErrorFromSystem(`cannot read ${JSON.stringify(rel)}`, e);
+    }
+  }
+
+  /** Lists regular files (not .deps) under the workspace or one of its directories. */
+  async listFiles(subdir = "") {
+    this.#requireEntered();
+    const p = checkRelPath(subdir, { allowRoot: true, what: "subdir" });
+    let entries;
+    try {
+      entries = await this.#withRoot((fd) => binding.wsList(fd, p));
+    } catch (e) {
+      throw sandboxErrorFromSystem(`cannot list ${JSON.stringify(subdir)}`, e);
+    }
+    return entries.map(([file, size]) => ({ path: file, size, change: "created" }));
+  }
+
+  /** Writes a .tar.gz checkpoint of the workspace to dest (opt-in, see README). */
+  snapshot(dest) {
+    this.#requireEntered();
+    snapshots.requireOptIn();
+    snapshots.snapshot(this.#rootfd, this.#ws, dest);
+  }
+
+  /** Extracts a checkpoint into the workspace, vetting every member first. */
+  restore(src) {
+    this.#requireEntered();
+    snapshots.requireOptIn();
+    snapshots.restore(this.#rootfd, src);
+  }
+}
+
+/** Opens a Sandbox, runs fn with it, and closes it even if fn throws. */
+async function withSandbox(opts, fn) {
+  if (typeof opts === "function") {
+    fn = opts;
+    opts = {};
+  }
+  if (typeof fn !== "function")
+    throw new SandboxError("withSandbox needs a function: withSandbox([opts,] async (sbx) => ...)");
+  const sbx = new Sandbox(opts);
+  await sbx.open();
+  try {
+    return await fn(sbx);
+  } finally {
+    await sbx.close();
+  }
+}
+
+/** One call in a throwaway session. */
+async function runCode(code, opts = {}) {
+  const { language = "python", ...rest } = opts ?? {};
+  return withSandbox(rest, (s) => s.runCode(code, { language }));
+}
+
+module.exports = { Sandbox, withSandbox, runCode };
