@@ -15,6 +15,7 @@ const BOX_WORKSPACE = "/workspace";
 const SENSITIVE_TREES = ["/etc", "/root", "/boot", "/proc", "/sys", "/dev", "/run", "/var/run"];
 // Refused exactly (and every ancestor of them is refused too).
 const SENSITIVE_PATHS = [
+  "/home", // every user's home; a path inside your own home stays allowed
   "/var/run/docker.sock",
   "/run/docker.sock",
   "/run/containerd/containerd.sock",

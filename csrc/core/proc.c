@@ -32,6 +32,7 @@ enum ks__child_step {
   KS__STEP_PDEATHSIG,
   KS__STEP_PARENT_GONE,
   KS__STEP_DUP,
+  KS__STEP_CHDIR,
   KS__STEP_EXECVE,
 };
 
@@ -55,6 +56,7 @@ static const char *ks__step_syscall(int step) {
   case KS__STEP_PDEATHSIG: return "prctl";
   case KS__STEP_PARENT_GONE: return "getppid";
   case KS__STEP_DUP: return "dup2";
+  case KS__STEP_CHDIR: return "chdir";
   default: return "execve";
   }
 }
@@ -115,6 +117,11 @@ static int ks__child_main(void *arg) {
     for (i = plan->nfds; i < c->fd_limit; i++)
       (void) close(i);
   }
+
+  /* A deliberate working directory: never whatever the host process happened
+   * to be in (a workspace a box can write, or a directory fd leaked in). */
+  if (plan->cwd != NULL && chdir(plan->cwd) < 0)
+    ks__child_fail(c, KS__STEP_CHDIR, errno);
 
   sigemptyset(&empty);
   (void) sigprocmask(SIG_SETMASK, &empty, NULL);

@@ -29,6 +29,7 @@ struct ks_spawn_plan {
   const char *path;   /* executed as is with execve(2); absolute */
   char *const *argv;  /* NULL-terminated */
   char *const *envp;  /* NULL-terminated */
+  const char *cwd;    /* the child's working directory; NULL keeps ours */
   int fds[KS_SPAWN_MAX_FDS]; /* child fd i becomes a copy of fds[i] */
   int nfds;           /* 3..KS_SPAWN_MAX_FDS; every other fd is closed */
 };
@@ -41,6 +42,7 @@ struct ks_spawn_plan {
  *
  * Returns 0, or a negative errno:
  *   -ENOENT, -EACCES, ...  execve failed (err->syscall "execve", path = plan->path)
+ *   -ENOENT (chdir)        plan->cwd is missing
  *   -EAGAIN, -ENOMEM       clone failed (process or memory limit)
  *   -EMFILE                no descriptor left for the pidfd
  *   -ENOSYS                the kernel has no pidfd support (Linux < 5.3) */

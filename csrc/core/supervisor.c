@@ -251,6 +251,7 @@ static void ks__run_stop(struct ks_sup *sup, struct ks_box *box) {
   plan.path = box->req.path;
   plan.argv = box->req.stop_argv;
   plan.envp = box->req.envp;
+  plan.cwd = "/";
   plan.fds[0] = plan.fds[1] = plan.fds[2] = sup->devnull;
   plan.nfds = 3;
   /* Best effort: the SIGKILL already sent takes the box down with kern. */
@@ -302,6 +303,7 @@ static void ks__spawn_box(struct ks_sup *sup, struct ks_box *box) {
     plan.path = box->req.path;
     plan.argv = box->req.argv;
     plan.envp = box->req.envp;
+    plan.cwd = "/";
     plan.fds[0] = sup->devnull;
     plan.fds[1] = pipes[KS_STDOUT][1];
     plan.fds[2] = pipes[KS_STDERR][1];

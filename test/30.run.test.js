@@ -1,0 +1,298 @@
+"use strict";
+
+// The documented behaviour of runCode/run/setup against the kern test
+// double: results, the kern command line, the env channel, files.
+const assert = require("assert");
+const fs = require("fs");
+const path = require("path");
+const kern = require("..");
+const { Sandbox, SandboxError, withSandbox, runCode } = kern;
+const h = require("./lib/harness");
+
+function argvOf(name) {
+  return h.recordedArgv(name);
+}
+
+function lastBoxArgv() {
+  return h.recordedArgv();
+}
+
+function flagValue(argv, flag) {
+  const i = argv.indexOf(flag);
+  return i < 0 ? undefined : argv[i + 1];
+}
+
+describe("run", function () {
+  describe("the README examples", function () {
+    it('runCode("print(sum(range(100)))") gives "4950\\n" and success', async function () {
+      const r = await runCode("print(sum(range(100)))");
+      assert.strictEqual(r.stdout, "4950\n");
+      assert.strictEqual(r.success, true);
+      assert.strictEqual(r.exitCode, 0);
+      assert.strictEqual(r.fault, null);
+      assert.strictEqual(r.stderr, "");
+      assert.strictEqual(r.truncated, false);
+      assert.deepStrictEqual(r.files, []);
+      assert.ok(r instanceof kern.ExecutionResult);
+      assert.ok(r.durationMs > 0 && r.durationMs < 10000, `durationMs ${r.durationMs}`);
+    });
+
+    it("runs node with -e (evaluates, not a syntax check)", async function () {
+      const r = await runCode("console.log([1,2,3].map(x => x * x))",
+        { image: "node:20-slim", language: "node" });
+      assert.strictEqual(r.stdout, "[ 1, 4, 9 ]\n");
+      const argv = lastBoxArgv();
+      assert.deepStrictEqual(argv.slice(argv.indexOf("--") + 1),
+        ["node", "-e", "console.log([1,2,3].map(x => x * x))"]);
+    });
+
+    it("runs bash snippets with sh -c", async function () {
+      const r = await runCode("echo $((6*7))", { language: "bash" });
+      assert.strictEqual(r.stdout, "42\n");
+    });
+
+    it("a timeout is a fault, not an exception", async function () {
+      const r = await runCode("while True: pass", { timeoutS: 1 });
+      assert.strictEqual(r.success, false);
+      assert.strictEqual(r.fault.type, "timeout");
+    });
+
+    it("a session keeps files across calls, not memory", async function () {
+      await withSandbox(async (sbx) => {
+        await sbx.writeFile("data.csv", "a,b\n1,2\n");
+        const r = await sbx.runCode(
+          "import csv; rows=list(csv.reader(open('data.csv'))); print(len(rows));" +
+          "open('out.txt','w').write('hello')");
+        assert.strictEqual(r.stdout, "2\n");
+        assert.deepStrictEqual(r.files, [{ path: "out.txt", size: 5, change: "created" }]);
+        assert.strictEqual((await sbx.readFile("out.txt")).toString(), "hello");
+        const r2 = await sbx.runCode("x = 1");
+        const r3 = await sbx.runCode("print(x)");
+        assert.strictEqual(r2.exitCode, 0);
+        assert.notStrictEqual(r3.exitCode, 0, "memory must not persist between calls");
+        assert.strictEqual(r3.fault, null, "the workload's own failure is not a fault");
+      });
+    });
+  });
+
+  it("a non-zero exit of the code is a result, not a fault", async function () {
+    const r = await runCode("import sys; sys.stderr.write('boom\\n'); sys.exit(3)");
+    assert.strictEqual(r.exitCode, 3);
+    assert.strictEqual(r.fault, null);
+    assert.strictEqual(r.success, false);
+    assert.strictEqual(r.stderr, "boom\n");
+  });
+
+  it("reports created and modified files with sizes", async function () {
+    await withSandbox(async (sbx) => {
+      await sbx.writeFile("keep.txt", "1");
+      await sbx.writeFile("mod.txt", "1");
+      const r = await sbx.run(["sh", "-c",
+        "mkdir -p sub && printf abc > sub/new.txt && printf 12345 > mod.txt && mkdir -p .deps && " +
+        "echo x > .deps/ignored"]);
+      assert.deepStrictEqual(r.files, [
+        { path: "mod.txt", size: 5, change: "modified" },
+        { path: "sub/new.txt", size: 3, change: "created" },
+      ]);
+    });
+  });
+
+  it("passes code over 128 KiB through a workspace file and removes it", async function () {
+    await withSandbox(async (sbx) => {
+      const code = `x = "${"a".repeat(140 * 1024)}"\nprint(len(x))\n`;
+      const r = await sbx.runCode(code);
+      assert.strictEqual(r.stdout, `${140 * 1024}\n`);
+      const argv = lastBoxArgv();
+      const cmd = argv.slice(argv.indexOf("--") + 1);
+      assert.strictEqual(cmd.length, 2);
+      assert.match(cmd[1], /^\/workspace\/\.cell-[0-9a-f]+\.py$/);
+      assert.deepStrictEqual(await sbx.listFiles(), []);
+    });
+  });
+
+  it("run() refuses a string or an empty array", async function () {
+    await withSandbox(async (sbx) => {
+      await assert.rejects(sbx.run("ls -la"), (e) => e instanceof SandboxError && /argv array/.test(e.message));
+      await assert.rejects(sbx.run([]), SandboxError);
+      await assert.rejects(sbx.run(["echo", 1]), SandboxError);
+      await assert.rejects(sbx.run(["echo", "a\0b"]), SandboxError);
+      const ok = await sbx.run(["echo", "--net", "-v", "/:/h"]);
+      assert.strictEqual(ok.stdout, "--net -v /:/h\n", "A31: argv after -- arrives byte-exact");
+    });
+  });
+
+  it("refuses calls before open() and after close()", async function () {
+    const s = new Sandbox();
+    await assert.rejects(s.runCode("1"), /open the Sandbox first/);
+    await s.open();
+    await s.close();
+    await s.close(); // idempotent
+    await assert.rejects(s.run(["true"]), /open the Sandbox first/);
+    await assert.rejects(s.readFile("x"), /open the Sandbox first/);
+  });
+
+  it("refuses an unknown language", async function () {
+    await assert.rejects(runCode("1", { language: "ruby" }), /unsupported language/);
+  });
+
+  describe("the kern command line", function () {
+    it("has the documented flags, --workdir, a backstop timeout and no secret", async function () {
+      await withSandbox({ env: { TOKEN: "CANARY-0123" }, timeoutS: 2.5, cpus: 1.5 }, async (sbx) => {
+        const r = await sbx.run(["sh", "-c", "echo $TOKEN $PYTHONPATH"]);
+        assert.strictEqual(r.stdout, "CANARY-0123 /workspace/.deps\n");
+        const argv = lastBoxArgv();
+        assert.strictEqual(argv[1], "box");
+        assert.match(argv[2], /^ksbx-[0-9a-f]{16}$/);
+        assert.strictEqual(flagValue(argv, "--image"), "python:3.12-slim");
+        assert.ok(argv.includes("--ro"));
+        assert.strictEqual(flagValue(argv, "--workdir"), "/workspace");
+        assert.strictEqual(flagValue(argv, "-v").endsWith(":/workspace"), true);
+        assert.strictEqual(flagValue(argv, "--timeout"), "8", "ceil(2.5) + 5 whole seconds");
+        assert.strictEqual(flagValue(argv, "--memory"), "512m");
+        assert.strictEqual(flagValue(argv, "--pids-limit"), "256");
+        assert.strictEqual(flagValue(argv, "--cpus"), "1.5");
+        assert.strictEqual(flagValue(argv, "--env-file"), "/dev/fd/4");
+        assert.ok(!argv.includes("--net") && !argv.includes("--egress-allow"));
+        assert.ok(!argv.join(" ").includes("CANARY-0123"), "A34: the env never appears in argv");
+        const ws = flagValue(argv, "-v").split(":")[0];
+        assert.ok(!fs.readdirSync(ws).some((f) => f.includes("env")), "no env file in the workspace");
+      });
+    });
+
+    it("omits caps that are null", async function () {
+      await withSandbox({ memoryMb: null, pids: null }, async (sbx) => {
+        await sbx.run(["true"]);
+        const argv = lastBoxArgv();
+        assert.ok(!argv.includes("--memory") && !argv.includes("--pids-limit") && !argv.includes("--cpus"));
+      });
+    });
+
+    it("network: true adds --net after the profiles", async function () {
+      await withSandbox({ network: true, profiles: ["vcpu:heavy"] }, async (sbx) => {
+        await sbx.run(["true"]);
+        const argv = lastBoxArgv();
+        assert.ok(argv.indexOf("--net") > argv.indexOf("vcpu:heavy"));
+        assert.ok(argv[argv.indexOf("--net") + 1].startsWith("-"), "never a bare token after --net");
+      });
+    });
+
+    it("egressAllow goes to run boxes only; the setup box gets --net", async function () {
+      h.clearState();
+      await withSandbox({ egressAllow: ["pypi.org", "files.pythonhosted.org"], setup: "true" },
+        async (sbx) => {
+          const setupArgv = lastBoxArgv();
+          assert.ok(setupArgv.includes("--net"));
+          assert.ok(!setupArgv.includes("--egress-allow"));
+          await sbx.run(["true"]);
+          const argv = lastBoxArgv();
+          assert.strictEqual(flagValue(argv, "--egress-allow"), "pypi.org,files.pythonhosted.org");
+          assert.ok(!argv.includes("--net"));
+        });
+    });
+
+    it("mounts become -v SRC:DST[:ro] with the resolved source", async function () {
+      const d1 = h.tmpDir("m1-");
+      const d2 = h.tmpDir("m2-");
+      await withSandbox({ mounts: { [d1]: "/data", [d2]: ["/ref", "ro"] } }, async (sbx) => {
+        await sbx.run(["true"]);
+        const argv = lastBoxArgv();
+        const vs = argv.filter((a, i) => argv[i - 1] === "-v");
+        assert.ok(vs.includes(`${fs.realpathSync(d1)}:/data`));
+        assert.ok(vs.includes(`${fs.realpathSync(d2)}:/ref:ro`));
+      });
+    });
+
+    it("A28: refuses a mount source inside the workspace", async function () {
+      const ws = h.tmpDir("ws-");
+      fs.mkdirSync(path.join(ws, "sub"));
+      const s = new Sandbox({ workspace: ws, mounts: { [path.join(ws, "sub")]: "/sub" } });
+      await assert.rejects(s.open(), kern.MountRefused);
+    });
+
+    it("enforceLimits: false sets KERN_NO_SCOPE=1 for kern; stray KERN_* never reach it (A35)",
+      async function () {
+        const saved = { ...process.env };
+        process.env.KERN_SECCOMP = "denylist";
+        process.env.KERN_MANAGED = "1";
+        process.env.KERN_CONFIG = "/tmp/evil.toml";
+        process.env.KERN_NO_SCOPE = "1";
+        try {
+          for (const enforceLimits of [true, false]) {
+            const r = await runCode("", { language: "bash", image: "fake:dump", enforceLimits });
+            const env = r.stderr.split("\n").filter((l) => l.startsWith("fake-kern: env "))
+              .map((l) => l.slice("fake-kern: env ".length));
+            assert.ok(env.includes("KERN_STARTED_FD=3"));
+            assert.strictEqual(env.includes("KERN_NO_SCOPE=1"), !enforceLimits);
+            assert.ok(!env.some((e) => /^KERN_(SECCOMP|MANAGED|CONFIG)=/.test(e)), env.join(","));
+            assert.ok(env.some((e) => e.startsWith("PATH=")), "positive control: PATH passes");
+          }
+        } finally {
+          for (const k of ["KERN_SECCOMP", "KERN_MANAGED", "KERN_CONFIG", "KERN_NO_SCOPE"])
+            if (saved[k] === undefined) delete process.env[k];
+        }
+      });
+
+    it("depsReadonly mounts .deps read-only on run boxes, once it exists", async function () {
+      await withSandbox({ depsReadonly: true }, async (sbx) => {
+        await sbx.run(["true"]);
+        assert.ok(!lastBoxArgv().some((a) => a.endsWith(":/workspace/.deps:ro")), "no .deps yet");
+        await sbx.run(["mkdir", ".deps"]);
+        await sbx.run(["true"]);
+        assert.ok(lastBoxArgv().some((a) => a.endsWith("/.deps:/workspace/.deps:ro")));
+      });
+    });
+  });
+
+  describe("setup", function () {
+    it("routes pip install to /workspace/.deps on a network-on box", async function () {
+      // --no-index keeps the host's pip (which the double runs) off the network.
+      const err = await withSandbox({ setup: "pip install --no-index ks-no-such-package" },
+        async () => null).catch((e) => e);
+      const argv = lastBoxArgv();
+      const cmd = argv.slice(argv.indexOf("--") + 1);
+      assert.strictEqual(cmd[0], "sh");
+      assert.match(cmd[2],
+        /^pip install --target \/workspace\/\.deps --no-cache-dir .* --no-index ks-no-such-package$/);
+      assert.ok(argv.includes("--net"));
+      assert.strictEqual(flagValue(argv, "--timeout"), "125", "setup gets at least 120 s");
+      assert.ok(err instanceof SandboxError && /setup failed/.test(err.message), String(err));
+    });
+
+    it("a failing setup throws SandboxError and leaves no workspace", async function () {
+      const before = fs.readdirSync(require("os").tmpdir()).filter((f) => f.startsWith("kern-ws-"));
+      await assert.rejects(
+        withSandbox({ setup: "echo nope >&2; exit 4" }, async () => assert.fail("must not run")),
+        (e) => e instanceof SandboxError && /setup failed \(exit 4\): nope/.test(e.message));
+      const after = fs.readdirSync(require("os").tmpdir()).filter((f) => f.startsWith("kern-ws-"));
+      assert.deepStrictEqual(after.filter((f) => !before.includes(f)), []);
+    });
+
+    it("a succeeding setup runs once, before the calls", async function () {
+      await withSandbox({ setup: "echo ran >> setup.log" }, async (sbx) => {
+        await sbx.run(["true"]);
+        assert.strictEqual((await sbx.readFile("setup.log")).toString(), "ran\n");
+      });
+    });
+  });
+
+  describe("workspaces", function () {
+    it("close() deletes a workspace it created, and leaves a given one alone", async function () {
+      const s = new Sandbox();
+      await s.open();
+      await s.writeFile("a/b.txt", "x");
+      await s.run(["true"]);
+      const ws = flagValue(lastBoxArgv(), "-v").split(":")[0];
+      assert.ok(fs.existsSync(ws));
+      await s.close();
+      assert.ok(!fs.existsSync(ws));
+
+      const given = h.tmpDir("given-");
+      await withSandbox({ workspace: given }, (sbx) => sbx.writeFile("kept.txt", "1"));
+      assert.strictEqual(fs.readFileSync(path.join(given, "kept.txt"), "utf8"), "1");
+    });
+
+    it("refuses a sensitive workspace", async function () {
+      await assert.rejects(new Sandbox({ workspace: "/etc" }).open(), kern.MountRefused);
+    });
+  });
+});

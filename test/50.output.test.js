@@ -1,0 +1,124 @@
+"use strict";
+
+// Output capture: the cap (C6), binary data (C7), stdin (C8), live
+// streaming and its best-effort contract (C15).
+const assert = require("assert");
+const { runCode, withSandbox } = require("..");
+
+const sh = (code, opts = {}) => runCode(code, { language: "bash", ...opts });
+
+describe("output", function () {
+  it("C6: truncated is set only past the cap: C-1, C and C+1 bytes", async function () {
+    const C = 4096;
+    for (const [n, truncated] of [[C - 1, false], [C, false], [C + 1, true]]) {
+      const r = await sh(`head -c ${n} /dev/zero | tr '\\0' x`, { maxOutputBytes: C });
+      assert.strictEqual(r.stdout.length, Math.min(n, C), `n=${n}`);
+      assert.strictEqual(r.truncated, truncated, `n=${n}`);
+    }
+  });
+
+  it("C6: each stream has its own cap; both drain without deadlock", async function () {
+    const r = await sh("head -c 300000 /dev/zero | tr '\\0' o & head -c 300000 /dev/zero | tr '\\0' e >&2; wait",
+      { maxOutputBytes: 100000 });
+    assert.strictEqual(r.stdout, "o".repeat(100000));
+    assert.strictEqual(r.stderr, "e".repeat(100000));
+    assert.strictEqual(r.truncated, true);
+    assert.strictEqual(r.exitCode, 0);
+  });
+
+  it("C6: a flood past the cap still ends, with the first bytes kept", async function () {
+    const r = await sh("seq 1 2000000", { maxOutputBytes: 1000 });
+    assert.strictEqual(r.stdout, Array.from({ length: 1000 }, (_, i) => i + 1).join("\n").slice(0, 1000));
+    assert.strictEqual(r.truncated, true);
+    assert.strictEqual(r.exitCode, 0);
+  });
+
+  it("C7: binary and invalid UTF-8 decode lossily, never throw", async function () {
+    const r = await sh("printf '\\377\\376\\300\\257\\355\\240\\200\\000ok'");
+    assert.ok(r.stdout.endsWith("\u0000ok"));
+    assert.ok(r.stdout.includes("\uFFFD"));
+  });
+
+  it("C8: stdin is at EOF immediately", async function () {
+    const r = await sh("cat; echo done", { timeoutS: 5 });
+    assert.strictEqual(r.stdout, "done\n");
+    assert.ok(r.durationMs < 4000);
+  });
+
+  it("A41: the box inherits no ignored or blocked signal (yes | head -1 ends)", async function () {
+    const r = await sh("yes | head -1; grep -E '^Sig(Ign|Blk)' /proc/self/status", { timeoutS: 5 });
+    assert.strictEqual(r.fault, null);
+    assert.match(r.stdout, /^y\nSigBlk:\s+0+\nSigIgn:\s+0+\n$/);
+  });
+
+  describe("live streaming", function () {
+    it("onStdout/onStderr get every chunk while result.stdout is complete", async function () {
+      const out = [];
+      const err = [];
+      const r = await sh("for i in 1 2 3; do echo out$i; echo err$i >&2; sleep 0.05; done", {
+        onStdout: (c) => out.push(c),
+        onStderr: (c) => err.push(c),
+      });
+      assert.ok(out.every(Buffer.isBuffer));
+      assert.strictEqual(Buffer.concat(out).toString(), "out1\nout2\nout3\n");
+      assert.strictEqual(Buffer.concat(err).toString(), "err1\nerr2\nerr3\n");
+      assert.strictEqual(r.stdout, "out1\nout2\nout3\n");
+      assert.ok(out.length >= 2, "chunks arrive as they are written, not at the end");
+    });
+
+    it("chunks arrive before the run resolves", async function () {
+      let firstChunkAt = 0;
+      const start = Date.now();
+      const r = await sh("echo early; sleep 0.5; echo late", {
+        onStdout: () => {
+          if (!firstChunkAt) firstChunkAt = Date.now() - start;
+        },
+      });
+      assert.ok(firstChunkAt > 0 && firstChunkAt < r.durationMs, `${firstChunkAt} vs ${r.durationMs}`);
+    });
+
+    it("C15: a callback that throws changes nothing", async function () {
+      let calls = 0;
+      const r = await sh("echo a; sleep 0.05; echo b", {
+        onStdout: () => {
+          calls++;
+          throw new Error("callback bug");
+        },
+      });
+      assert.ok(calls >= 1);
+      assert.strictEqual(r.stdout, "a\nb\n");
+      assert.strictEqual(r.success, true);
+    });
+
+    it("C15: a slow callback loses chunks, never the captured result", async function () {
+      this.timeout(60000);
+      let seen = 0;
+      const r = await sh("head -c 50000000 /dev/zero", {
+        maxOutputBytes: 50000000,
+        onStdout: (c) => {
+          seen += c.length;
+          const until = Date.now() + 20;
+          while (Date.now() < until) { /* a slow consumer */ }
+        },
+      });
+      assert.strictEqual(r.stdout.length, 50000000);
+      assert.ok(seen > 0 && seen < 50000000, `seen ${seen}`);
+    });
+
+    it("C15: a callback may start another run on the same session", async function () {
+      let sbxRef = null;
+      let inner = null;
+      await withSandbox({
+        onStdout: () => {
+          if (inner === null) inner = sbxRef.run(["echo", "inner"]);
+        },
+      }, async (sbx) => {
+        sbxRef = sbx;
+        const r = await sbx.run(["echo", "outer"]);
+        assert.strictEqual(r.stdout, "outer\n");
+        assert.ok(inner !== null, "the callback ran");
+        assert.strictEqual((await inner).stdout, "inner\n");
+      });
+    });
+  });
+});

@@ -1,0 +1,221 @@
+"use strict";
+
+// The native engine: concurrency without the threadpool, timeout kill,
+// flood handling, descriptor and process hygiene, exit by itself, parent
+// death. Figures the issue asks for are printed with each test.
+const assert = require("assert");
+const fs = require("fs");
+const os = require("os");
+const path = require("path");
+const crypto = require("crypto");
+const { spawn, execFileSync } = require("child_process");
+const { Sandbox, withSandbox, runCode, SandboxError } = require("..");
+const binding = require("../lib/binding");
+const h = require("./lib/harness");
+
+function note(msg) {
+  console.log(`      ${msg}`);
+}
+
+function markerProcesses(marker) {
+  const out = [];
+  for (const pid of fs.readdirSync("/proc")) {
+    if (!/^\d+$/.test(pid)) continue;
+    try {
+      const cmd = fs.readFileSync(`/proc/${pid}/cmdline`, "utf8");
+      const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8");
+      if (cmd.includes(marker) && stat.slice(stat.lastIndexOf(")") + 2)[0] !== "Z") out.push(pid);
+    } catch {
+      /* gone */
+    }
+  }
+  return out;
+}
+
+describe("engine", function () {
+  it("64 concurrent sleep 1 finish in < 2 s; fs.readFile stays < 20 ms meanwhile", async function () {
+    await withSandbox(async (sbx) => {
+      const file = path.join(h.tmpDir(), "f");
+      fs.writeFileSync(file, "x".repeat(1024));
+      const start = process.hrtime.bigint();
+      const runs = Array.from({ length: 64 }, () => sbx.run(["sleep", "1"]));
+      let done = false;
+      const all = Promise.all(runs).finally(() => {
+        done = true;
+      });
+      const lat = [];
+      while (!done) {
+        const t = process.hrtime.bigint();
+        await fs.promises.readFile(file);
+        lat.push(Number(process.hrtime.bigint() - t) / 1e6);
+        await h.sleep(10);
+      }
+      const results = await all;
+      const wall = Number(process.hrtime.bigint() - start) / 1e6;
+      const maxLat = Math.max(...lat);
+      note(`64 x sleep 1: wall ${wall.toFixed(0)} ms; ${lat.length} readFile calls, max ${maxLat.toFixed(2)} ms`);
+      assert.ok(results.every((r) => r.success));
+      assert.ok(wall < 2000, `wall ${wall} ms`);
+      assert.ok(maxLat < 20, `readFile max ${maxLat} ms`);
+      assert.ok(lat.length > 10);
+    });
+  });
+
+  it("C1: a SIGTERM-trapping spinner resolves as timeout < 100 ms after the deadline, nothing left",
+    async function () {
+      const marker = `spin-${crypto.randomBytes(4).toString("hex")}`;
+      const late = [];
+      for (let i = 0; i < 5; i++) {
+        const r = await runCode(`trap '' TERM; while :; do :; done # ${marker}`,
+          { language: "bash", timeoutS: 0.5 });
+        assert.strictEqual(r.fault.type, "timeout");
+        late.push(r.durationMs - 500);
+        assert.deepStrictEqual(markerProcesses(marker), [], "no process of the box remains");
+      }
+      note(`overshoot past the deadline (ms): ${late.map((x) => x.toFixed(1)).join(", ")}`);
+      assert.ok(Math.max(...late) < 100, `late ${late}`);
+      assert.ok(Math.min(...late) >= 0);
+    });
+
+  it("C6: 1 GiB of stdout with a 1 MiB cap keeps exactly the first MiB, bounded RSS", async function () {
+    this.timeout(120000);
+    const MiB = 1024 * 1024;
+    // Baseline in the same run: the same GiB through cat into /dev/null.
+    const t0 = process.hrtime.bigint();
+    execFileSync("sh", ["-c", "head -c 1073741824 /dev/zero | cat > /dev/null"]);
+    const catMs = Number(process.hrtime.bigint() - t0) / 1e6;
+    global.gc?.();
+    const rss0 = process.memoryUsage().rss;
+    let peak = rss0;
+    const timer = setInterval(() => {
+      peak = Math.max(peak, process.memoryUsage().rss);
+    }, 5);
+    const t1 = process.hrtime.bigint();
+    const r = await runCode("head -c 1073741824 /dev/zero | tr '\\0' 'z'",
+      { language: "bash", maxOutputBytes: MiB, timeoutS: 100 });
+    const runMs = Number(process.hrtime.bigint() - t1) / 1e6;
+    clearInterval(timer);
+    peak = Math.max(peak, process.memoryUsage().rss);
+    note(`1 GiB flood: run ${runMs.toFixed(0)} ms vs head|cat baseline ${catMs.toFixed(0)} ms ` +
+      `(ratio ${(runMs / catMs).toFixed(2)}); RSS growth ${((peak - rss0) / MiB).toFixed(1)} MiB`);
+    assert.strictEqual(r.stdout.length, MiB);
+    assert.strictEqual(r.stdout, "z".repeat(MiB));
+    assert.strictEqual(r.truncated, true);
+    assert.strictEqual(r.exitCode, 0);
+    assert.ok(peak - rss0 < 64 * MiB, `RSS grew ${(peak - rss0) / MiB} MiB`);
+  });
+
+  it("100 boxes (a third timing out) in a script that exits by itself, leaving nothing", async function () {
+    this.timeout(60000);
+    const script = path.join(h.repo, "test/fixtures/scripts/hundred-boxes.js");
+    const start = Date.now();
+    const child = spawn(process.execPath, [script, h.repo], { stdio: ["ignore", "pipe", "inherit"] });
+    let out = "";
+    child.stdout.on("data", (d) => (out += d));
+    const code = await new Promise((resolve) => child.on("exit", (c, s) => resolve(c ?? s)));
+    const wall = Date.now() - start;
+    const census = JSON.parse(out);
+    note(`100 boxes: exit ${code} after ${wall} ms; ${JSON.stringify(census)}`);
+    assert.strictEqual(code, 0);
+    assert.deepStrictEqual(census.counts, { ok: 66, timeout: 34, other: 0 });
+    assert.strictEqual(census.fdsAfter, census.fdsBefore, "descriptors back to baseline");
+    assert.deepStrictEqual(h.processesUsing(h.fakeKern()), []);
+  });
+
+  it("C9: SIGKILL of Node leaves no kern or box process 2 s later", async function () {
+    this.timeout(20000);
+    const marker = `orphan-${crypto.randomBytes(4).toString("hex")}`;
+    const child = spawn(process.execPath,
+      [path.join(h.repo, "test/fixtures/scripts/parent-death.js"), h.repo, marker],
+      { stdio: ["ignore", "pipe", "inherit"] });
+    await new Promise((resolve) => child.stdout.once("data", resolve));
+    assert.ok(await h.waitFor(() => markerProcesses(marker).length === 4, 3000),
+      "positive control: the four boxes run");
+    child.kill("SIGKILL");
+    await new Promise((resolve) => child.on("exit", resolve));
+    const gone = await h.waitFor(() => markerProcesses(marker).length === 0, 2000);
+    assert.ok(gone, `left behind: ${markerProcesses(marker)}`);
+  });
+
+  describe("what kern inherits (A37, A38, A40, A41)", function () {
+    let dump;
+    before(async function () {
+      // An fd the host opened without O_CLOEXEC must not reach kern.
+      const leaked = fs.openSync("/dev/null", "r");
+      try {
+        const r = await runCode("true", { language: "bash", image: "fake:dump" });
+        dump = r.stderr.split("\n").filter((l) => l.startsWith("fake-kern: "));
+      } finally {
+        fs.closeSync(leaked);
+      }
+    });
+
+    it("kern gets fds 0-4 only: /dev/null, two pipes, the started pipe, the env memfd", function () {
+      const fds = dump.filter((l) => /^fake-kern: fd \d+ /.test(l));
+      const nums = fds.map((l) => Number(l.split(" ")[2]));
+      // The double itself opens one fd to list /proc/self/fd.
+      const own = nums.filter((n) => n > 4);
+      assert.ok(own.length <= 1, fds.join("\n"));
+      assert.deepStrictEqual(nums.filter((n) => n <= 4), [0, 1, 2, 3, 4]);
+      assert.match(fds.find((l) => / fd 0 /.test(l)), /\/dev\/null/);
+      assert.match(fds.find((l) => / fd 4 /.test(l)), /memfd:kern-sandbox-env/);
+    });
+
+    it("kern's cwd is /, not the host's", function () {
+      assert.ok(dump.includes("fake-kern: cwd /"), dump.join("\n"));
+    });
+
+    it("kern inherits no ignored or blocked signals", function () {
+      const ign = dump.find((l) => l.includes("SigIgn"));
+      const blk = dump.find((l) => l.includes("SigBlk"));
+      assert.match(ign, /SigIgn:\s+0+$/);
+      assert.match(blk, /SigBlk:\s+0+$/);
+    });
+
+    it("A40: kern has no controlling terminal (own session)", async function () {
+      const r = await runCode("exec 3</dev/tty && echo tty || echo none", { language: "bash" });
+      assert.strictEqual(r.stdout, "none\n");
+    });
+  });
+
+  it("an exec failure of kern is a SandboxError with the errno shape", async function () {
+    const dir = h.tmpDir("vanish-");
+    const k = path.join(dir, "kern");
+    fs.copyFileSync(h.fakeKern(), k);
+    fs.chmodSync(k, 0o755);
+    const saved = process.env.KERN_BIN;
+    process.env.KERN_BIN = k;
+    try {
+      const s = new Sandbox();
+      await s.open();
+      try {
+        assert.strictEqual((await s.run(["echo", "ok"])).stdout, "ok\n"); // positive control
+        fs.unlinkSync(k); // kern vanishes mid-session
+        await assert.rejects(s.run(["echo", "x"]), (e) => {
+          assert.ok(e instanceof SandboxError);
+          assert.strictEqual(e.code, "ENOENT");
+          assert.strictEqual(e.errno, -os.constants.errno.ENOENT);
+          assert.strictEqual(e.syscall, "execve");
+          assert.strictEqual(e.path, fs.realpathSync(dir) + "/kern");
+          return true;
+        });
+        fs.copyFileSync(h.fakeKern(), k); // and comes back: the session is still usable
+        fs.chmodSync(k, 0o755);
+        assert.strictEqual((await s.run(["echo", "back"])).stdout, "back\n");
+      } finally {
+        await s.close();
+      }
+    } finally {
+      process.env.KERN_BIN = saved;
+    }
+  });
+
+  it("the process exits by itself after runs, including a timed-out one", async function () {
+    const code = `require(${JSON.stringify(h.repo)}).runCode("trap '' TERM; sleep 30", ` +
+      `{language:"bash", timeoutS:0.2}).then(r => console.log(r.fault.type))`;
+    const start = Date.now();
+    const out = execFileSync(process.execPath, ["-e", code], { encoding: "utf8", timeout: 10000 });
+    assert.strictEqual(out, "timeout\n");
+    note(`one-shot script with a timeout exited in ${Date.now() - start} ms`);
+  });
+});

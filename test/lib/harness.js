@@ -1,0 +1,138 @@
+"use strict";
+
+// Shared test harness: the kern test double, its state directory, and the
+// leak census. The double is compiled once per run into a private temp dir.
+const fs = require("fs");
+const os = require("os");
+const path = require("path");
+const { execFileSync } = require("child_process");
+
+const repo = path.resolve(__dirname, "..", "..");
+let root = null;
+
+function testRoot() {
+  if (root === null) root = fs.mkdtempSync(path.join(os.tmpdir(), "ks-test-"));
+  return root;
+}
+
+/** Builds the kern test double (once) and returns its absolute path. */
+function fakeKern() {
+  const bin = path.join(testRoot(), "bin");
+  const kern = path.join(bin, "kern");
+  if (!fs.existsSync(kern)) {
+    fs.mkdirSync(bin, { recursive: true, mode: 0o755 });
+    execFileSync("cc", ["-std=gnu11", "-O2", "-Wall", "-Wextra", "-Werror", "-o", kern,
+      path.join(repo, "test", "fixtures", "fake-kern.c")], { stdio: "inherit" });
+  }
+  return kern;
+}
+
+function stateDir() {
+  return path.join(path.dirname(fakeKern()), "kern-state");
+}
+
+/** The argv the double recorded for box NAME, or of the last box started. */
+function recordedArgv(name) {
+  const dir = stateDir();
+  if (!name) {
+    const files = fs.readdirSync(dir).filter((f) => f.endsWith(".argv"))
+      .map((f) => ({ f, t: fs.statSync(path.join(dir, f)).mtimeMs }))
+      .sort((a, b) => b.t - a.t);
+    if (files.length === 0) throw new Error("no box recorded");
+    name = files[0].f.slice(0, -".argv".length);
+  }
+  const raw = fs.readFileSync(path.join(dir, `${name}.argv`), "utf8");
+  return raw.split("\0").slice(0, -1);
+}
+
+function clearState() {
+  fs.rmSync(stateDir(), { recursive: true, force: true });
+}
+
+function tmpDir(prefix = "t-") {
+  return fs.mkdtempSync(path.join(testRoot(), prefix));
+}
+
+/** Processes whose parent is this process, with their state letter. */
+function children() {
+  const out = [];
+  for (const pid of fs.readdirSync("/proc")) {
+    if (!/^\d+$/.test(pid)) continue;
+    try {
+      const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8");
+      const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+      if (Number(fields[1]) === process.pid) out.push({ pid: Number(pid), state: fields[0] });
+    } catch {
+      /* gone meanwhile */
+    }
+  }
+  return out;
+}
+
+/** Processes in session SID (boxes run in kern's own session). */
+function sessionMembers(sid) {
+  const out = [];
+  for (const pid of fs.readdirSync("/proc")) {
+    if (!/^\d+$/.test(pid)) continue;
+    try {
+      const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8");
+      const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+      if (Number(fields[3]) === sid && fields[0] !== "Z") out.push(Number(pid));
+    } catch {
+      /* gone meanwhile */
+    }
+  }
+  return out;
+}
+
+/** Every process (not zombie) running the test double's binary or a box under it. */
+function processesUsing(exe) {
+  const out = [];
+  for (const pid of fs.readdirSync("/proc")) {
+    if (!/^\d+$/.test(pid)) continue;
+    try {
+      if (fs.readlinkSync(`/proc/${pid}/exe`) === exe) {
+        const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8");
+        if (stat.slice(stat.lastIndexOf(")") + 2)[0] !== "Z") out.push(Number(pid));
+      }
+    } catch {
+      /* gone, or not ours to read */
+    }
+  }
+  return out;
+}
+
+function openFds() {
+  return fs.readdirSync("/proc/self/fd").length;
+}
+
+function sleep(ms) {
+  return new Promise((r) => setTimeout(r, ms));
+}
+
+/** Waits until fn() is true, up to ms; returns its last value. */
+async function waitFor(fn, ms = 3000, step = 20) {
+  const end = Date.now() + ms;
+  let v = fn();
+  while (!v && Date.now() < end) {
+    await sleep(step);
+    v = fn();
+  }
+  return v;
+}
+
+/** Prints a visible SKIP line with the reason, then skips the mocha test. */
+function skip(ctx, reason) {
+  console.log(`      SKIP: ${reason}`);
+  ctx.skip();
+}
+
+function cleanup() {
+  if (root !== null) fs.rmSync(root, { recursive: true, force: true });
+  root = null;
+}
+
+module.exports = {
+  repo, testRoot, fakeKern, stateDir, recordedArgv, clearState, tmpDir, children,
+  sessionMembers, processesUsing, openFds, sleep, waitFor, skip, cleanup,
+};
