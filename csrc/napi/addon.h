@@ -21,6 +21,12 @@ struct ks_addon {
 /* Registers run() and its constants on exports. */
 bool ks_napi_init_run(napi_env env, napi_value exports);
 
+/* Registers the workspace file operations (wsOpen, wsWriteFile...) on exports. */
+bool ks_napi_init_fs(napi_env env, napi_value exports);
+
+/* Registers wsSnapshot/wsRestore. */
+bool ks_napi_init_pack(napi_env env, napi_value exports);
+
 /* Stops the supervisor: kills and reaps every live box. Idempotent; called
  * by the environment cleanup hook and by the TSFN finalizer, whichever
  * comes first. */

@@ -62,6 +62,14 @@ static napi_value ks__init(napi_env env, napi_value exports) {
     ks_napi_throw_last(env);
     return NULL;
   }
+  if (!ks_napi_init_fs(env, exports)) {
+    ks_napi_throw_last(env);
+    return NULL;
+  }
+  if (!ks_napi_init_pack(env, exports)) {
+    ks_napi_throw_last(env);
+    return NULL;
+  }
   return exports;
 }
 

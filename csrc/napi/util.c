@@ -8,15 +8,16 @@
 
 void ks_napi_throw_last(napi_env env) {
   const napi_extended_error_info *info = NULL;
+  const char *message = "kern-sandbox: N-API call failed";
   bool pending = false;
 
+  /* Read the error first: any other N-API call would clear it. */
+  if (napi_get_last_error_info(env, &info) == napi_ok && info != NULL &&
+      info->error_message != NULL)
+    message = info->error_message;
   if (napi_is_exception_pending(env, &pending) == napi_ok && pending)
     return;
-  (void) napi_get_last_error_info(env, &info);
-  (void) napi_throw_error(env, NULL,
-                          info != NULL && info->error_message != NULL
-                              ? info->error_message
-                              : "kern-sandbox: N-API call failed");
+  (void) napi_throw_error(env, NULL, message);
 }
 
 bool ks_napi_set(napi_env env, napi_value obj, const char *name, napi_value value) {

@@ -1,0 +1,663 @@
+/* Workspace file operations for the JS facade: wsOpen, wsClose, wsWriteFile,
+ * wsReadFile, wsList, wsScan, wsDiff, wsRemoveTree.
+ *
+ * Glue only: unpack arguments on the JS thread, run exactly one core call
+ * from wsfs.c or wsscan.c on a libuv worker (napi async work), and settle a
+ * promise with the result or a Node-shaped system error. Every task holds
+ * its own duplicate of the workspace descriptor, so a wsClose() racing with
+ * work in flight can never make the worker resolve paths beneath some other
+ * directory that reused the descriptor number. */
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../core/util.h"
+#include "../core/wsfs.h"
+#include "../core/wsscan.h"
+#include "addon.h"
+
+enum ks__fs_op {
+  KS__FS_WRITE,
+  KS__FS_READ,
+  KS__FS_LIST,
+  KS__FS_SCAN,
+  KS__FS_DIFF,
+  KS__FS_REMOVE_TREE,
+};
+
+struct ks__fs_task {
+  enum ks__fs_op op;
+  napi_async_work work;
+  napi_deferred deferred;
+  napi_ref ref; /* the Buffer being written, or the scan diffed against */
+  int rootfd; /* our own duplicate, closed when the task is freed */
+  char *rel;
+  const void *data; /* wsWriteFile: the Buffer's bytes, kept alive by ref */
+  size_t len;
+  size_t max;
+  const struct ks_ws_scan *before;
+  int result;
+  struct ks_err err;
+  /* results, owned by the task until handed to JS */
+  void *out_data;
+  size_t out_len;
+  struct ks_ws_entry *entries;
+  size_t n;
+  struct ks_ws_scan *scan;
+  struct ks_ws_change *changes;
+};
+
+/* Marks the objects wsScan returns, so wsDiff never unwraps a foreign one. */
+static const napi_type_tag ks__scan_tag = {0x6b65726e5f736361ULL, 0x6e5f776f726b7370ULL};
+
+/* ---- worker thread -------------------------------------------------------- */
+
+static void ks__fs_execute(napi_env env, void *data) {
+  struct ks__fs_task *t = data;
+  (void) env;
+
+  switch (t->op) {
+  case KS__FS_WRITE:
+    t->result = ks_ws_write_file(t->rootfd, t->rel, t->data, t->len, &t->err);
+    break;
+  case KS__FS_READ:
+    t->result =
+        ks_ws_read_file(t->rootfd, t->rel, t->max, &t->out_data, &t->out_len, &t->err);
+    break;
+  case KS__FS_LIST:
+    t->result = ks_ws_list(t->rootfd, t->rel, &t->entries, &t->n, &t->err);
+    break;
+  case KS__FS_SCAN:
+    t->result = ks_ws_scan(t->rootfd, &t->scan, &t->err);
+    break;
+  case KS__FS_DIFF:
+    t->result =
+        ks_ws_rescan_diff(t->rootfd, t->before, &t->scan, &t->changes, &t->n, &t->err);
+    break;
+  case KS__FS_REMOVE_TREE:
+    t->result = ks_ws_remove_tree(t->rootfd, &t->err);
+    break;
+  }
+}
+
+/* ---- JS thread: results ---------------------------------------------------- */
+
+static void ks__fs_task_free(napi_env env, struct ks__fs_task *t) {
+  if (t->ref != NULL)
+    (void) napi_delete_reference(env, t->ref);
+  if (t->work != NULL)
+    (void) napi_delete_async_work(env, t->work);
+  if (t->rootfd >= 0)
+    ks_close_keep_errno(t->rootfd);
+  free(t->rel);
+  free(t->out_data);
+  free(t->entries);
+  ks_ws_scan_free(t->scan);
+  free(t->changes);
+  free(t);
+}
+
+/* Strict UTF-8 (no overlongs, no surrogates): exactly the byte strings a JS
+ * string converts back to unchanged. */
+static bool ks__utf8_valid(const unsigned char *s, size_t len) {
+  size_t i = 0;
+
+  while (i < len) {
+    unsigned c = s[i];
+    unsigned cp;
+    unsigned min;
+    size_t more;
+
+    if (c < 0x80) {
+      i++;
+      continue;
+    }
+    if ((c & 0xE0) == 0xC0) {
+      more = 1;
+      cp = c & 0x1F;
+      min = 0x80;
+    } else if ((c & 0xF0) == 0xE0) {
+      more = 2;
+      cp = c & 0x0F;
+      min = 0x800;
+    } else if ((c & 0xF8) == 0xF0) {
+      more = 3;
+      cp = c & 0x07;
+      min = 0x10000;
+    } else {
+      return false;
+    }
+    if (len - i - 1 < more)
+      return false;
+    for (size_t k = 1; k <= more; k++) {
+      unsigned b = s[i + k];
+      if ((b & 0xC0) != 0x80)
+        return false;
+      cp = (cp << 6) | (b & 0x3F);
+    }
+    if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
+      return false;
+    i += more + 1;
+  }
+  return true;
+}
+
+/* A path as a string, or, when its bytes are not UTF-8, as a Buffer of the
+ * raw name: a string would turn them into U+FFFD and alias other names
+ * (A23). */
+static napi_value ks__path_value(napi_env env, const char *path) {
+  size_t len = strlen(path);
+  napi_value v = NULL;
+  void *copy;
+
+  if (ks__utf8_valid((const unsigned char *) path, len)) {
+    if (napi_create_string_utf8(env, path, len, &v) != napi_ok)
+      return NULL;
+  } else if (napi_create_buffer_copy(env, len, path, &copy, &v) != napi_ok) {
+    return NULL;
+  }
+  return v;
+}
+
+static void ks__free_external(napi_env env, void *data, void *hint) {
+  (void) env;
+  (void) hint;
+  free(data);
+}
+
+/* Hands the bytes read to a Buffer without copying them. */
+static napi_value ks__read_value(napi_env env, struct ks__fs_task *t) {
+  napi_value buf = NULL;
+  void *copy;
+
+  if (t->out_len == 0) {
+    if (napi_create_buffer(env, 0, &copy, &buf) != napi_ok)
+      return NULL;
+    return buf;
+  }
+  if (napi_create_external_buffer(env, t->out_len, t->out_data, ks__free_external, NULL,
+                                  &buf) == napi_ok) {
+    t->out_data = NULL; /* the Buffer owns it now */
+    return buf;
+  }
+  /* Runtimes that forbid external buffers get a copy. */
+  if (napi_create_buffer_copy(env, t->out_len, t->out_data, &copy, &buf) != napi_ok)
+    return NULL;
+  return buf;
+}
+
+static napi_value ks__list_value(napi_env env, struct ks__fs_task *t) {
+  napi_value arr;
+
+  if (napi_create_array_with_length(env, t->n, &arr) != napi_ok)
+    return NULL;
+  for (size_t i = 0; i < t->n; i++) {
+    napi_value pair;
+    napi_value path = ks__path_value(env, t->entries[i].path);
+    napi_value size;
+    if (path == NULL || napi_create_array_with_length(env, 2, &pair) != napi_ok ||
+        napi_create_double(env, (double) t->entries[i].size, &size) != napi_ok ||
+        napi_set_element(env, pair, 0, path) != napi_ok ||
+        napi_set_element(env, pair, 1, size) != napi_ok ||
+        napi_set_element(env, arr, (uint32_t) i, pair) != napi_ok)
+      return NULL;
+  }
+  return arr;
+}
+
+static napi_value ks__diff_value(napi_env env, struct ks__fs_task *t) {
+  napi_value arr;
+  napi_value kinds[2];
+
+  if (napi_create_array_with_length(env, t->n, &arr) != napi_ok ||
+      napi_create_string_utf8(env, "created", NAPI_AUTO_LENGTH, &kinds[KS_WS_CREATED]) !=
+          napi_ok ||
+      napi_create_string_utf8(env, "modified", NAPI_AUTO_LENGTH,
+                              &kinds[KS_WS_MODIFIED]) != napi_ok)
+    return NULL;
+  for (size_t i = 0; i < t->n; i++) {
+    napi_value triple;
+    napi_value path = ks__path_value(env, t->changes[i].path);
+    napi_value size;
+    if (path == NULL || napi_create_array_with_length(env, 3, &triple) != napi_ok ||
+        napi_create_double(env, (double) t->changes[i].size, &size) != napi_ok ||
+        napi_set_element(env, triple, 0, path) != napi_ok ||
+        napi_set_element(env, triple, 1, size) != napi_ok ||
+        napi_set_element(env, triple, 2, kinds[t->changes[i].kind]) != napi_ok ||
+        napi_set_element(env, arr, (uint32_t) i, triple) != napi_ok)
+      return NULL;
+  }
+  return arr;
+}
+
+static void ks__scan_finalize(napi_env env, void *data, void *hint) {
+  struct ks_ws_scan *scan = data;
+  int64_t ignored;
+  (void) hint;
+
+  (void) napi_adjust_external_memory(env, -(int64_t) ks_ws_scan_bytes(scan), &ignored);
+  ks_ws_scan_free(scan);
+}
+
+/* An empty, frozen, tagged object owning the scan: JS can only pass it back
+ * to wsDiff or drop it (the garbage collector then frees the scan). */
+static napi_value ks__scan_value(napi_env env, struct ks__fs_task *t) {
+  napi_value obj;
+  int64_t ignored;
+
+  if (napi_create_object(env, &obj) != napi_ok ||
+      napi_type_tag_object(env, obj, &ks__scan_tag) != napi_ok ||
+      napi_wrap(env, obj, t->scan, ks__scan_finalize, NULL, NULL) != napi_ok)
+    return NULL;
+  /* The wrapper owns the scan from here on, also if freezing fails. */
+  (void) napi_adjust_external_memory(env, (int64_t) ks_ws_scan_bytes(t->scan), &ignored);
+  t->scan = NULL;
+  if (napi_object_freeze(env, obj) != napi_ok)
+    return NULL;
+  return obj;
+}
+
+static napi_value ks__fs_value(napi_env env, struct ks__fs_task *t) {
+  napi_value v = NULL;
+
+  switch (t->op) {
+  case KS__FS_WRITE:
+  case KS__FS_REMOVE_TREE:
+    if (napi_get_undefined(env, &v) != napi_ok)
+      return NULL;
+    return v;
+  case KS__FS_READ:
+    return ks__read_value(env, t);
+  case KS__FS_LIST:
+    return ks__list_value(env, t);
+  case KS__FS_SCAN:
+    return ks__scan_value(env, t);
+  case KS__FS_DIFF:
+    return ks__diff_value(env, t);
+  }
+  return NULL;
+}
+
+/* Rejects with the pending exception if there is one, else a plain Error. */
+static void ks__reject_pending(napi_env env, napi_deferred deferred, const char *what) {
+  napi_value value = NULL;
+  napi_value msg = NULL;
+  bool pending = false;
+
+  if (napi_is_exception_pending(env, &pending) == napi_ok && pending &&
+      napi_get_and_clear_last_exception(env, &value) == napi_ok) {
+    (void) napi_reject_deferred(env, deferred, value);
+    return;
+  }
+  (void) napi_create_string_utf8(env, what, NAPI_AUTO_LENGTH, &msg);
+  (void) napi_create_error(env, NULL, msg, &value);
+  (void) napi_reject_deferred(env, deferred, value);
+}
+
+static void ks__fs_settle(napi_env env, struct ks__fs_task *t, napi_status status) {
+  napi_value value;
+
+  if (status == napi_cancelled) {
+    /* The environment is shutting down before the work ran. */
+    ks_err_set(&t->err, ECANCELED, "uv_queue_work", NULL);
+    t->result = -ECANCELED;
+  }
+  if (t->result < 0) {
+    value = ks_napi_system_error(env, &t->err);
+    if (value != NULL) {
+      (void) napi_reject_deferred(env, t->deferred, value);
+      return;
+    }
+  } else {
+    value = ks__fs_value(env, t);
+    if (value != NULL) {
+      (void) napi_resolve_deferred(env, t->deferred, value);
+      return;
+    }
+  }
+  ks__reject_pending(env, t->deferred,
+                     "kern-sandbox: could not build the file operation result");
+}
+
+static void ks__fs_complete(napi_env env, napi_status status, void *data) {
+  struct ks__fs_task *t = data;
+
+  ks__fs_settle(env, t, status);
+  ks__fs_task_free(env, t); /* always: refs, work, descriptor, memory */
+}
+
+/* ---- JS thread: requests ---------------------------------------------------- */
+
+static void ks__throw_system(napi_env env, const struct ks_err *err) {
+  napi_value e = ks_napi_system_error(env, err);
+  if (e != NULL)
+    (void) napi_throw(env, e);
+  else
+    ks_napi_throw_last(env);
+}
+
+/* Returns a promise for t: queued, or already rejected with t->err (a
+ * failure found while unpacking, such as a bad path). Consumes t. */
+static napi_value ks__fs_start(napi_env env, struct ks__fs_task *t, const char *name) {
+  napi_value promise = NULL;
+  napi_value resource;
+
+  if (napi_create_promise(env, &t->deferred, &promise) != napi_ok) {
+    ks_napi_throw_last(env);
+    ks__fs_task_free(env, t);
+    return NULL;
+  }
+  if (t->result < 0) {
+    napi_value e = ks_napi_system_error(env, &t->err);
+    if (e != NULL)
+      (void) napi_reject_deferred(env, t->deferred, e);
+    else
+      ks__reject_pending(env, t->deferred, "kern-sandbox: could not build the error");
+    ks__fs_task_free(env, t);
+    return promise;
+  }
+  if (napi_create_string_utf8(env, name, NAPI_AUTO_LENGTH, &resource) != napi_ok ||
+      napi_create_async_work(env, NULL, resource, ks__fs_execute, ks__fs_complete, t,
+                             &t->work) != napi_ok ||
+      napi_queue_async_work(env, t->work) != napi_ok) {
+    ks_napi_throw_last(env);
+    ks__reject_pending(env, t->deferred,
+                       "kern-sandbox: could not queue the file operation");
+    ks__fs_task_free(env, t);
+  }
+  return promise;
+}
+
+static bool ks__get_args(napi_env env, napi_callback_info info, size_t want,
+                         napi_value *argv, const char *fn) {
+  size_t argc = want;
+
+  if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok) {
+    ks_napi_throw_last(env);
+    return false;
+  }
+  if (argc != want) {
+    napi_throw_type_error(env, "ERR_INVALID_ARG_TYPE", fn);
+    return false;
+  }
+  return true;
+}
+
+/* A descriptor number: an integer in [0, INT32_MAX]. */
+static bool ks__get_fd(napi_env env, napi_value v, int *ret_fd) {
+  double d;
+
+  if (napi_get_value_double(env, v, &d) != napi_ok) {
+    napi_throw_type_error(env, "ERR_INVALID_ARG_TYPE",
+                          "kern-sandbox: fd must be a number");
+    return false;
+  }
+  if (!(d >= 0 && d <= INT32_MAX) || d != (double) (int32_t) d) {
+    napi_throw_range_error(env, "ERR_OUT_OF_RANGE", "kern-sandbox: fd out of range");
+    return false;
+  }
+  *ret_fd = (int32_t) d;
+  return true;
+}
+
+/* Allocates a task holding a duplicate of the workspace descriptor. A bad
+ * descriptor is not thrown: it is recorded for ks__fs_start to reject. */
+static struct ks__fs_task *ks__fs_task_new(napi_env env, enum ks__fs_op op,
+                                           napi_value jsfd) {
+  struct ks__fs_task *t;
+  int fd;
+
+  if (!ks__get_fd(env, jsfd, &fd))
+    return NULL;
+  t = calloc(1, sizeof *t);
+  if (t == NULL) {
+    napi_throw_error(env, "ENOMEM", "kern-sandbox: out of memory");
+    return NULL;
+  }
+  t->op = op;
+  t->rootfd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+  if (t->rootfd < 0)
+    t->result = ks_err_set(&t->err, errno, "fcntl", NULL);
+  return t;
+}
+
+/* Copies a string argument, throwing a TypeError that names it otherwise. */
+static char *ks__get_string_arg(napi_env env, napi_value v, const char *what,
+                                size_t *ret_len) {
+  napi_valuetype type;
+
+  if (napi_typeof(env, v, &type) != napi_ok || type != napi_string) {
+    napi_throw_type_error(env, "ERR_INVALID_ARG_TYPE", what);
+    return NULL;
+  }
+  return ks_napi_get_string(env, v, ret_len);
+}
+
+/* Copies the path argument and checks its shape; a bad shape is recorded
+ * in t for ks__fs_start to reject, as the core would. */
+static bool ks__fs_get_rel(napi_env env, struct ks__fs_task *t, napi_value v, bool dir) {
+  size_t len = 0;
+
+  t->rel = ks__get_string_arg(env, v, "kern-sandbox: the path must be a string", &len);
+  if (t->rel == NULL)
+    return false;
+  if (t->result == 0) {
+    if (dir)
+      t->result = ks_ws_check_dir_rel(t->rel, len, &t->err);
+    else
+      t->result = ks_ws_check_rel(t->rel, len, &t->err);
+  }
+  return true;
+}
+
+/* wsWriteFile(rootfd, rel, data: Buffer) -> Promise<void> */
+static napi_value ks__ws_write_file(napi_env env, napi_callback_info info) {
+  napi_value argv[3];
+  struct ks__fs_task *t;
+  bool is_buffer = false;
+  void *data = NULL;
+  size_t len = 0;
+
+  if (!ks__get_args(env, info, 3, argv,
+                    "wsWriteFile(rootfd, rel, data) takes 3 arguments"))
+    return NULL;
+  if (napi_is_buffer(env, argv[2], &is_buffer) != napi_ok || !is_buffer) {
+    napi_throw_type_error(env, "ERR_INVALID_ARG_TYPE",
+                          "kern-sandbox: data must be a Buffer");
+    return NULL;
+  }
+  KS_NAPI_CALL(env, napi_get_buffer_info(env, argv[2], &data, &len));
+  t = ks__fs_task_new(env, KS__FS_WRITE, argv[0]);
+  if (t == NULL)
+    return NULL;
+  if (!ks__fs_get_rel(env, t, argv[1], false)) {
+    ks__fs_task_free(env, t);
+    return NULL;
+  }
+  /* Not copied: the reference keeps the Buffer alive until complete. */
+  if (napi_create_reference(env, argv[2], 1, &t->ref) != napi_ok) {
+    ks_napi_throw_last(env);
+    ks__fs_task_free(env, t);
+    return NULL;
+  }
+  t->data = data;
+  t->len = len;
+  return ks__fs_start(env, t, "kern-sandbox:wsWriteFile");
+}
+
+/* wsReadFile(rootfd, rel, maxBytes) -> Promise<Buffer> */
+static napi_value ks__ws_read_file(napi_env env, napi_callback_info info) {
+  napi_value argv[3];
+  struct ks__fs_task *t;
+  double max;
+
+  if (!ks__get_args(env, info, 3, argv,
+                    "wsReadFile(rootfd, rel, maxBytes) takes 3 arguments"))
+    return NULL;
+  if (napi_get_value_double(env, argv[2], &max) != napi_ok) {
+    napi_throw_type_error(env, "ERR_INVALID_ARG_TYPE",
+                          "kern-sandbox: maxBytes must be a number");
+    return NULL;
+  }
+  /* The facade validated it; re-check only what protects the cast. */
+  if (!(max >= 0 && max <= 9007199254740991.0)) {
+    napi_throw_range_error(env, "ERR_OUT_OF_RANGE",
+                           "kern-sandbox: maxBytes out of range");
+    return NULL;
+  }
+  t = ks__fs_task_new(env, KS__FS_READ, argv[0]);
+  if (t == NULL)
+    return NULL;
+  if (!ks__fs_get_rel(env, t, argv[1], false)) {
+    ks__fs_task_free(env, t);
+    return NULL;
+  }
+  t->max = (size_t) max;
+  return ks__fs_start(env, t, "kern-sandbox:wsReadFile");
+}
+
+/* wsList(rootfd, subdir) -> Promise<Array<[path, size]>> */
+static napi_value ks__ws_list(napi_env env, napi_callback_info info) {
+  napi_value argv[2];
+  struct ks__fs_task *t;
+
+  if (!ks__get_args(env, info, 2, argv, "wsList(rootfd, subdir) takes 2 arguments"))
+    return NULL;
+  t = ks__fs_task_new(env, KS__FS_LIST, argv[0]);
+  if (t == NULL)
+    return NULL;
+  if (!ks__fs_get_rel(env, t, argv[1], true)) {
+    ks__fs_task_free(env, t);
+    return NULL;
+  }
+  return ks__fs_start(env, t, "kern-sandbox:wsList");
+}
+
+/* wsScan(rootfd) -> Promise<scan> */
+static napi_value ks__ws_scan(napi_env env, napi_callback_info info) {
+  napi_value argv[1];
+  struct ks__fs_task *t;
+
+  if (!ks__get_args(env, info, 1, argv, "wsScan(rootfd) takes 1 argument"))
+    return NULL;
+  t = ks__fs_task_new(env, KS__FS_SCAN, argv[0]);
+  if (t == NULL)
+    return NULL;
+  return ks__fs_start(env, t, "kern-sandbox:wsScan");
+}
+
+/* wsDiff(rootfd, before: scan) -> Promise<Array<[path, size, kind]>> */
+static napi_value ks__ws_diff(napi_env env, napi_callback_info info) {
+  napi_value argv[2];
+  struct ks__fs_task *t;
+  napi_valuetype type;
+  bool tagged = false;
+  void *scan = NULL;
+
+  if (!ks__get_args(env, info, 2, argv, "wsDiff(rootfd, before) takes 2 arguments"))
+    return NULL;
+  if (napi_typeof(env, argv[1], &type) != napi_ok || type != napi_object ||
+      napi_check_object_type_tag(env, argv[1], &ks__scan_tag, &tagged) != napi_ok ||
+      !tagged || napi_unwrap(env, argv[1], &scan) != napi_ok || scan == NULL) {
+    napi_throw_type_error(env, "ERR_INVALID_ARG_TYPE",
+                          "kern-sandbox: before must be a value returned by wsScan");
+    return NULL;
+  }
+  t = ks__fs_task_new(env, KS__FS_DIFF, argv[0]);
+  if (t == NULL)
+    return NULL;
+  /* The worker reads the scan: keep its owner from being collected. */
+  if (napi_create_reference(env, argv[1], 1, &t->ref) != napi_ok) {
+    ks_napi_throw_last(env);
+    ks__fs_task_free(env, t);
+    return NULL;
+  }
+  t->before = scan;
+  return ks__fs_start(env, t, "kern-sandbox:wsDiff");
+}
+
+/* wsRemoveTree(rootfd) -> Promise<void> */
+static napi_value ks__ws_remove_tree(napi_env env, napi_callback_info info) {
+  napi_value argv[1];
+  struct ks__fs_task *t;
+
+  if (!ks__get_args(env, info, 1, argv, "wsRemoveTree(rootfd) takes 1 argument"))
+    return NULL;
+  t = ks__fs_task_new(env, KS__FS_REMOVE_TREE, argv[0]);
+  if (t == NULL)
+    return NULL;
+  return ks__fs_start(env, t, "kern-sandbox:wsRemoveTree");
+}
+
+/* wsOpen(absPath) -> fd. Synchronous: one open(2), at Sandbox.open(). */
+static napi_value ks__ws_open(napi_env env, napi_callback_info info) {
+  napi_value argv[1];
+  napi_value out;
+  struct ks_err err;
+  char *path;
+  int fd;
+
+  if (!ks__get_args(env, info, 1, argv, "wsOpen(absPath) takes 1 argument"))
+    return NULL;
+  path = ks__get_string_arg(env, argv[0], "kern-sandbox: absPath must be a string", NULL);
+  if (path == NULL)
+    return NULL;
+  fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) {
+    ks_err_set(&err, errno, "open", path);
+    ks__throw_system(env, &err);
+    free(path);
+    return NULL;
+  }
+  free(path);
+  if (napi_create_int32(env, fd, &out) != napi_ok) {
+    (void) close(fd);
+    ks_napi_throw_last(env);
+    return NULL;
+  }
+  return out;
+}
+
+/* wsClose(fd) -> undefined. Synchronous. */
+static napi_value ks__ws_close(napi_env env, napi_callback_info info) {
+  napi_value argv[1];
+  struct ks_err err;
+  int fd;
+
+  if (!ks__get_args(env, info, 1, argv, "wsClose(fd) takes 1 argument") ||
+      !ks__get_fd(env, argv[0], &fd))
+    return NULL;
+  /* EINTR still closes the descriptor on Linux: never retry. */
+  if (close(fd) < 0 && errno != EINTR) {
+    ks_err_set(&err, errno, "close", NULL);
+    ks__throw_system(env, &err);
+  }
+  return NULL;
+}
+
+bool ks_napi_init_fs(napi_env env, napi_value exports) {
+  static const struct {
+    const char *name;
+    napi_callback cb;
+  } table[] = {
+      {"wsOpen", ks__ws_open},
+      {"wsClose", ks__ws_close},
+      {"wsWriteFile", ks__ws_write_file},
+      {"wsReadFile", ks__ws_read_file},
+      {"wsList", ks__ws_list},
+      {"wsScan", ks__ws_scan},
+      {"wsDiff", ks__ws_diff},
+      {"wsRemoveTree", ks__ws_remove_tree},
+  };
+  napi_value fn;
+
+  for (size_t i = 0; i < KS_ARRAY_SIZE(table); i++) {
+    if (napi_create_function(env, table[i].name, NAPI_AUTO_LENGTH, table[i].cb, NULL,
+                             &fn) != napi_ok ||
+        !ks_napi_set(env, exports, table[i].name, fn))
+      return false;
+  }
+  return true;
+}

@@ -1,0 +1,129 @@
+#define _GNU_SOURCE
+/* snapshot()/restore() glue. Synchronous, because the 0.1.1 API is: these
+ * run on the JS thread, as the reference's did, but in C and streaming. */
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../core/snapshot.h"
+#include "../core/util.h"
+#include "addon.h"
+
+static bool ks__args(napi_env env, napi_callback_info info, size_t want, napi_value *argv) {
+  size_t argc = want;
+  if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok) {
+    ks_napi_throw_last(env);
+    return false;
+  }
+  if (argc != want) {
+    napi_throw_type_error(env, "ERR_INVALID_ARG_TYPE", "kern-sandbox: wrong argument count");
+    return false;
+  }
+  return true;
+}
+
+static bool ks__int(napi_env env, napi_value v, int *ret) {
+  int32_t i;
+  if (napi_get_value_int32(env, v, &i) != napi_ok || i < 0) {
+    napi_throw_type_error(env, "ERR_INVALID_ARG_TYPE", "kern-sandbox: expected a descriptor");
+    return false;
+  }
+  *ret = i;
+  return true;
+}
+
+/* wsSnapshot(rootfd, destDir, destName): writes destDir/destName through a
+ * temp file renamed into place. */
+static napi_value ks__ws_snapshot(napi_env env, napi_callback_info info) {
+  napi_value argv[3];
+  struct ks_err err;
+  char *dir = NULL;
+  char *name = NULL;
+  int rootfd;
+  int dirfd = -1;
+  int r;
+
+  if (!ks__args(env, info, 3, argv) || !ks__int(env, argv[0], &rootfd))
+    return NULL;
+  dir = ks_napi_get_string(env, argv[1], NULL);
+  name = dir != NULL ? ks_napi_get_string(env, argv[2], NULL) : NULL;
+  if (name == NULL)
+    goto out;
+  ks_err_clear(&err);
+  dirfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+  if (dirfd < 0) {
+    ks_err_set(&err, errno, "open", dir);
+    napi_throw(env, ks_napi_system_error(env, &err));
+    goto out;
+  }
+  r = ks_snapshot_to(rootfd, dirfd, name, &err);
+  if (r < 0)
+    napi_throw(env, ks_napi_system_error(env, &err));
+out:
+  if (dirfd >= 0)
+    (void) close(dirfd);
+  free(dir);
+  free(name);
+  return NULL;
+}
+
+/* wsRestore(rootfd, srcPath): an archive refusal throws an error that also
+ * carries `reason` and `member`. */
+static napi_value ks__ws_restore(napi_env env, napi_callback_info info) {
+  napi_value argv[2];
+  struct ks_restore_report rep;
+  struct ks_err err;
+  char *src = NULL;
+  int rootfd;
+  int fd;
+  int r;
+
+  if (!ks__args(env, info, 2, argv) || !ks__int(env, argv[0], &rootfd))
+    return NULL;
+  src = ks_napi_get_string(env, argv[1], NULL);
+  if (src == NULL)
+    return NULL;
+  ks_err_clear(&err);
+  /* O_NONBLOCK: a FIFO at src must not hang the thread (it is refused). */
+  fd = open(src, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) {
+    ks_err_set(&err, errno, "open", src);
+    napi_throw(env, ks_napi_system_error(env, &err));
+    free(src);
+    return NULL;
+  }
+  r = ks_restore_from(rootfd, fd, &rep, &err);
+  (void) close(fd);
+  if (r < 0) {
+    napi_value e;
+    napi_value v;
+    if (err.path == NULL)
+      err.path = src;
+    e = ks_napi_system_error(env, &err);
+    if (e != NULL && rep.message[0] != '\0') {
+      if (napi_create_string_utf8(env, rep.message, NAPI_AUTO_LENGTH, &v) == napi_ok)
+        (void) ks_napi_set(env, e, "reason", v);
+      if (rep.member[0] != '\0' &&
+          napi_create_string_utf8(env, rep.member, NAPI_AUTO_LENGTH, &v) == napi_ok)
+        (void) ks_napi_set(env, e, "member", v);
+    }
+    if (e != NULL)
+      napi_throw(env, e);
+  }
+  free(src);
+  return NULL;
+}
+
+bool ks_napi_init_pack(napi_env env, napi_value exports) {
+  napi_value fn;
+  if (napi_create_function(env, "wsSnapshot", NAPI_AUTO_LENGTH, ks__ws_snapshot, NULL, &fn) !=
+          napi_ok ||
+      !ks_napi_set(env, exports, "wsSnapshot", fn))
+    return false;
+  if (napi_create_function(env, "wsRestore", NAPI_AUTO_LENGTH, ks__ws_restore, NULL, &fn) !=
+          napi_ok ||
+      !ks_napi_set(env, exports, "wsRestore", fn))
+    return false;
+  return true;
+}
