@@ -57,19 +57,21 @@ function findKern(env = process.env) {
 // kern reads many KERN_* variables, some of which weaken the box (a seccomp
 // denylist, an outer enforcer that disables the timeout and PDEATHSIG). It
 // gets only what it needs to find its images, config and user systemd.
-const PASSED_ENV = new Set([
+const PASSED_ENV = [
   "PATH", "HOME", "USER", "LOGNAME", "LANG", "LANGUAGE", "TZ", "TMPDIR", "NO_COLOR",
   "XDG_RUNTIME_DIR", "XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME",
   "DBUS_SESSION_BUS_ADDRESS", "KERN_QUIET",
   "http_proxy", "https_proxy", "no_proxy", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY",
   "SSL_CERT_FILE", "SSL_CERT_DIR",
-]);
+  "LC_ALL", "LC_CTYPE", "LC_MESSAGES", "LC_COLLATE", "LC_NUMERIC", "LC_TIME", "LC_MONETARY",
+];
 
+/** kern's environment. Looked up by name: enumerating process.env is slow. */
 function kernEnv({ enforceLimits, startedFd }, env = process.env) {
   const out = [];
-  for (const [k, v] of Object.entries(env)) {
-    if (v === undefined) continue;
-    if (PASSED_ENV.has(k) || k.startsWith("LC_")) out.push(`${k}=${v}`);
+  for (const k of PASSED_ENV) {
+    const v = env[k];
+    if (v !== undefined) out.push(`${k}=${v}`);
   }
   out.push(`KERN_STARTED_FD=${startedFd}`);
   if (!enforceLimits) out.push("KERN_NO_SCOPE=1");

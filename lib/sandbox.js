@@ -35,6 +35,7 @@ class Sandbox {
   #entered = false;
   #opening = null;
   #busy = 0; // workspace operations in flight; the root fd outlives them
+  #kernEnv = null; // kern's environment, fixed when the session opens
   #closing = false;
 
   constructor(opts = {}) {
@@ -109,6 +110,7 @@ class Sandbox {
     }
     this.#ws = ws;
     this.#ownWs = own;
+    this.#kernEnv = kernEnv({ enforceLimits: this.#o.enforceLimits, startedFd: binding.STARTED_FD });
     this.#entered = true;
     this.#closing = false;
     if (this.#o.setup) {
@@ -116,7 +118,7 @@ class Sandbox {
         await this.#runSetup(this.#o.setup);
       } catch (e) {
         // Leave nothing behind: open() failed, so no close() will follow.
-        await this.close();
+        await this.#teardown();
         throw e;
       }
     }
@@ -125,6 +127,10 @@ class Sandbox {
   /** Deletes the workspace if open() created it. Idempotent. */
   async close() {
     if (this.#opening !== null) await this.#opening.catch(() => {});
+    await this.#teardown();
+  }
+
+  async #teardown() {
     if (!this.#entered) return;
     this.#entered = false;
     this.#closing = true;
@@ -195,7 +201,6 @@ class Sandbox {
     }
     const o = this.#o;
     return this.#withRoot(async (rootfd) => {
-      const before = await binding.wsScan(rootfd);
       const name = boxName();
       const { argv, timeoutS } = boxArgv(o, {
         kern: this.#kern, name, workspace: this.#ws, isSetup,
@@ -203,10 +208,11 @@ class Sandbox {
       });
       let raw;
       try {
-        raw = await binding.run(this.#kern, argv,
-          kernEnv({ enforceLimits: o.enforceLimits, startedFd: binding.STARTED_FD }),
-          envFileContent(o.env), os.tmpdir(), [this.#kern, "stop", name],
-          timeoutS * 1000, o.maxOutputBytes, o.onStdout, o.onStderr);
+        // One native call: the engine scans the workspace before and after
+        // the box on its own thread, spawns, supervises and kills.
+        raw = await binding.run(this.#kern, argv, this.#kernEnv, envFileContent(o.env),
+          os.tmpdir(), [this.#kern, "stop", name], timeoutS * 1000, o.maxOutputBytes,
+          o.onStdout, o.onStderr, rootfd);
       } catch (e) {
         throw sandboxErrorFromSystem(`could not run kern (${this.#kern})`, e);
       }
@@ -214,12 +220,13 @@ class Sandbox {
       const stderr = raw.stderr.toString("utf8");
       const exitCode = exitCodeOf(raw);
       const fault = classify(raw, { kern: this.#kern, timeoutS, stderr, exitCode });
-      const changes = await binding.wsDiff(rootfd, before);
       return new ExecutionResult({
         stdout, stderr, exitCode,
         durationMs: Math.round(raw.durationMs * 1000) / 1000,
         fault,
-        files: changes.map(([p, size, change]) => ({ path: p, size, change })),
+        // No list when the workspace could not be scanned (a box can make it
+        // too big or too deep to walk): the run's own result still stands.
+        files: raw.files === null ? [] : raw.files.map(([p, size, change]) => ({ path: p, size, change })),
         truncated: raw.stdoutDiscarded > 0 || raw.stderrDiscarded > 0,
       });
     });

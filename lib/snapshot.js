@@ -2,8 +2,11 @@
 
 // snapshot()/restore(): synchronous, as the 0.1.1 API documents, and opt-in
 // through KERN_SANDBOX_SNAPSHOT=1 exactly as there. The archive work is C.
+const fs = require("fs");
+const path = require("path");
 const binding = require("./binding");
 const { SandboxError, sandboxErrorFromSystem } = require("./errors");
+const { within } = require("./mounts");
 
 function requireOptIn() {
   if (process.env.KERN_SANDBOX_SNAPSHOT !== "1")
@@ -19,10 +22,20 @@ function checkHostPath(p, what) {
 
 function snapshot(rootfd, ws, dest) {
   checkHostPath(dest, "snapshot dest");
-  if (typeof binding.wsSnapshot !== "function")
-    throw new SandboxError("snapshot is not available in this build");
+  const abs = path.resolve(dest);
+  let dir;
   try {
-    binding.wsSnapshot(rootfd, dest);
+    dir = fs.realpathSync(path.dirname(abs));
+  } catch (e) {
+    throw sandboxErrorFromSystem(`snapshot dest directory ${JSON.stringify(path.dirname(abs))}`, e);
+  }
+  // An archive inside the workspace would be readable and replaceable by
+  // boxes, and would archive itself (A14).
+  if (within(dir, ws))
+    throw new SandboxError(`snapshot dest ${JSON.stringify(dest)} lies inside the workspace; ` +
+      "write it outside");
+  try {
+    binding.wsSnapshot(rootfd, dir, path.basename(abs));
   } catch (e) {
     if (e instanceof SandboxError) throw e;
     throw sandboxErrorFromSystem(`snapshot to ${JSON.stringify(dest)} failed`, e);
@@ -36,7 +49,14 @@ function restore(rootfd, src) {
   try {
     binding.wsRestore(rootfd, src);
   } catch (e) {
-    if (e instanceof SandboxError) throw e;
+    if (e.reason) {
+      const member = e.member ? ` (member ${JSON.stringify(e.member)})` : "";
+      const err = new SandboxError(`unsafe or malformed snapshot, nothing restored: ${e.reason}${member}`,
+        { cause: e });
+      for (const key of ["code", "errno", "syscall", "path", "member"])
+        if (e[key] !== undefined) err[key] = e[key];
+      throw err;
+    }
     throw sandboxErrorFromSystem(`restore from ${JSON.stringify(src)} failed`, e);
   }
 }

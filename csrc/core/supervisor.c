@@ -55,10 +55,15 @@ struct ks__watch {
 /* The read ends we hold for one box: stdout, stderr, started. */
 #define KS__BOX_PIPES 3
 
+enum ks__scan_phase { KS__SCAN_BEFORE, KS__SCAN_AFTER };
+
 struct ks_box {
   struct ks_box_request req;
   struct ks_box_result res;
   void *user;
+  struct ks_ws_scan *before;
+  struct ks_ws_scan *after; /* owns the paths of res.changes */
+  enum ks__scan_phase scan_phase;
   struct ks_box *next;
   struct ks_box *prev;
   struct ks_proc proc;
@@ -82,8 +87,19 @@ struct ks__aux {
   struct ks__aux *prev;
 };
 
+/* The scan thread's queue. */
+struct ks__scanner {
+  pthread_t thread;
+  pthread_mutex_t lock;
+  pthread_cond_t cond;
+  struct ks_box *head; /* guarded by lock */
+  struct ks_box *tail; /* guarded by lock */
+  bool stopped;        /* guarded by lock */
+};
+
 struct ks_sup {
   pthread_t thread;
+  struct ks__scanner scanner;
   int epfd;
   int wakefd;
   int devnull;
@@ -116,6 +132,8 @@ static void ks__free_strv(char **v) {
 }
 
 void ks_box_request_free(struct ks_box_request *req) {
+  if (req->scan_rootfd >= 0)
+    ks_close_keep_errno(req->scan_rootfd);
   free(req->path);
   ks__free_strv(req->argv);
   ks__free_strv(req->envp);
@@ -123,6 +141,7 @@ void ks_box_request_free(struct ks_box_request *req) {
   free(req->env_data);
   free(req->tmpdir);
   memset(req, 0, sizeof *req);
+  req->scan_rootfd = -1;
 }
 
 struct ks_box *ks_box_new(struct ks_box_request *req, void *user) {
@@ -131,6 +150,7 @@ struct ks_box *ks_box_new(struct ks_box_request *req, void *user) {
     return NULL;
   box->req = *req;
   memset(req, 0, sizeof *req);
+  req->scan_rootfd = -1;
   box->user = user;
   box->proc = (struct ks_proc) KS_PROC_INIT;
   for (int i = 0; i < KS__BOX_PIPES; i++)
@@ -144,12 +164,17 @@ void *ks_box_user(const struct ks_box *box) { return box->user; }
 
 const char *ks_box_request_path(const struct ks_box *box) { return box->req.path; }
 
+bool ks_box_request_scans(const struct ks_box *box) { return box->req.scan_rootfd >= 0; }
+
 struct ks_box_result *ks_box_result(struct ks_box *box) { return &box->res; }
 
 void ks_box_free(struct ks_box *box) {
   if (box == NULL)
     return;
   ks_box_request_free(&box->req);
+  ks_ws_scan_free(box->before);
+  ks_ws_scan_free(box->after);
+  free(box->res.changes);
   ks_outbuf_free(&box->res.out[KS_STDOUT]);
   ks_outbuf_free(&box->res.out[KS_STDERR]);
   free(box);
@@ -257,6 +282,92 @@ static void ks__run_stop(struct ks_sup *sup, struct ks_box *box) {
   /* Best effort: the SIGKILL already sent takes the box down with kern. */
   if (ks_proc_spawn(&plan, &proc, &err) == 0)
     ks__aux_adopt(sup, &proc, ks__now_ns() + KS__STOP_DEADLINE_NS);
+}
+
+/* ---- the scan thread ------------------------------------------------------ */
+
+static void ks__queue_spawn(struct ks_sup *sup, struct ks_box *box);
+static void ks__wake(struct ks_sup *sup);
+
+static void ks__scan_job(struct ks_sup *sup, struct ks_box *box) {
+  struct ks_err err;
+  int r;
+
+  ks_err_clear(&err);
+  if (box->scan_phase == KS__SCAN_BEFORE) {
+    r = ks_ws_scan(box->req.scan_rootfd, &box->before, &err);
+    if (r < 0) {
+      box->before = NULL;
+      box->res.scan_errnum = -r; /* the run goes on; it just has no file list */
+    }
+    ks__queue_spawn(sup, box);
+    return;
+  }
+  if (box->before != NULL) {
+    r = ks_ws_rescan_diff(box->req.scan_rootfd, box->before, &box->after, &box->res.changes,
+                          &box->res.nchanges, &err);
+    if (r < 0)
+      box->res.scan_errnum = -r;
+  }
+  sup->hooks.on_done(sup->ctx, box);
+}
+
+/* Hands a box to the scan thread; once that has stopped, does what it
+ * would have done short of scanning. */
+static void ks__scanner_push(struct ks_sup *sup, struct ks_box *box, enum ks__scan_phase phase) {
+  struct ks__scanner *sc = &sup->scanner;
+
+  box->scan_phase = phase;
+  box->next = NULL;
+  pthread_mutex_lock(&sc->lock);
+  if (!sc->stopped) {
+    if (sc->tail != NULL)
+      sc->tail->next = box;
+    else
+      sc->head = box;
+    sc->tail = box;
+    pthread_cond_signal(&sc->cond);
+    pthread_mutex_unlock(&sc->lock);
+    return;
+  }
+  pthread_mutex_unlock(&sc->lock);
+  if (phase == KS__SCAN_BEFORE) {
+    box->res.spawn_errnum = ECANCELED;
+    box->res.spawn_syscall = "spawn";
+  }
+  sup->hooks.on_done(sup->ctx, box);
+}
+
+static void *ks__scanner_main(void *arg) {
+  struct ks_sup *sup = arg;
+  struct ks__scanner *sc = &sup->scanner;
+
+  pthread_mutex_lock(&sc->lock);
+  for (;;) {
+    struct ks_box *box;
+    while (sc->head == NULL && !sc->stopped)
+      pthread_cond_wait(&sc->cond, &sc->lock);
+    if (sc->stopped)
+      break;
+    box = sc->head;
+    sc->head = box->next;
+    if (sc->head == NULL)
+      sc->tail = NULL;
+    box->next = NULL;
+    pthread_mutex_unlock(&sc->lock);
+    ks__scan_job(sup, box);
+    pthread_mutex_lock(&sc->lock);
+  }
+  pthread_mutex_unlock(&sc->lock);
+  return NULL;
+}
+
+/* A finished box: scanned for changes first if it asked for that. */
+static void ks__after_box(struct ks_sup *sup, struct ks_box *box) {
+  if (box->req.scan_rootfd >= 0)
+    ks__scanner_push(sup, box, KS__SCAN_AFTER);
+  else
+    sup->hooks.on_done(sup->ctx, box);
 }
 
 /* ---- boxes ------------------------------------------------------------- */
@@ -473,7 +584,7 @@ static void ks__finish_box(struct ks_sup *sup, struct ks_box *box) {
   for (int i = 0; i < KS__BOX_PIPES; i++)
     ks__watch_close(sup, &box->fd[i]);
   ks__live_unlink(sup, box);
-  sup->hooks.on_done(sup->ctx, box);
+  ks__after_box(sup, box);
 }
 
 static bool ks__box_quiet(const struct ks_box *box) {
@@ -574,7 +685,7 @@ static void ks__teardown(struct ks_sup *sup, struct ks_box *pending) {
     for (int i = 0; i < KS__BOX_PIPES; i++)
       ks__watch_close(sup, &box->fd[i]);
     ks__live_unlink(sup, box);
-    sup->hooks.on_done(sup->ctx, box);
+    ks__after_box(sup, box);
   }
   while (sup->aux != NULL)
     ks__aux_release(sup, sup->aux);
@@ -630,6 +741,8 @@ int ks_sup_start(const struct ks_sup_hooks *hooks, void *ctx, struct ks_sup **re
   sup->wake_watch.kind = KS__W_WAKE;
   sup->wake_watch.owner = NULL;
   pthread_mutex_init(&sup->lock, NULL);
+  pthread_mutex_init(&sup->scanner.lock, NULL);
+  pthread_cond_init(&sup->scanner.cond, NULL);
 
   sup->epfd = epoll_create1(EPOLL_CLOEXEC);
   if (sup->epfd < 0) {
@@ -656,7 +769,17 @@ int ks_sup_start(const struct ks_sup_hooks *hooks, void *ctx, struct ks_sup **re
    * its own threads, and our syscalls see no EINTR storms. */
   sigfillset(&all);
   (void) pthread_sigmask(SIG_SETMASK, &all, &old);
-  r = pthread_create(&sup->thread, NULL, ks__sup_main, sup);
+  r = pthread_create(&sup->scanner.thread, NULL, ks__scanner_main, sup);
+  if (r == 0) {
+    r = pthread_create(&sup->thread, NULL, ks__sup_main, sup);
+    if (r != 0) {
+      pthread_mutex_lock(&sup->scanner.lock);
+      sup->scanner.stopped = true;
+      pthread_cond_signal(&sup->scanner.cond);
+      pthread_mutex_unlock(&sup->scanner.lock);
+      (void) pthread_join(sup->scanner.thread, NULL);
+    }
+  }
   (void) pthread_sigmask(SIG_SETMASK, &old, NULL);
   if (r != 0) {
     r = ks_err_set(err, r, "pthread_create", NULL);
@@ -670,6 +793,8 @@ fail:
   ks_close_keep_errno(sup->wakefd);
   ks_close_keep_errno(sup->devnull);
   pthread_mutex_destroy(&sup->lock);
+  pthread_mutex_destroy(&sup->scanner.lock);
+  pthread_cond_destroy(&sup->scanner.cond);
   free(sup);
   return r;
 }
@@ -681,11 +806,37 @@ static void ks__wake(struct ks_sup *sup) {
   }
 }
 
+/* Queues a box for the supervisor thread to spawn. After shutdown began it
+ * is reported as cancelled. */
+static void ks__queue_spawn(struct ks_sup *sup, struct ks_box *box) {
+  pthread_mutex_lock(&sup->lock);
+  if (sup->stopping) {
+    pthread_mutex_unlock(&sup->lock);
+    box->res.spawn_errnum = ECANCELED;
+    box->res.spawn_syscall = "spawn";
+    sup->hooks.on_done(sup->ctx, box);
+    return;
+  }
+  box->next = NULL;
+  if (sup->pending_tail != NULL)
+    sup->pending_tail->next = box;
+  else
+    sup->pending_head = box;
+  sup->pending_tail = box;
+  pthread_mutex_unlock(&sup->lock);
+  ks__wake(sup);
+}
+
 int ks_sup_submit(struct ks_sup *sup, struct ks_box *box) {
   pthread_mutex_lock(&sup->lock);
   if (sup->stopping) {
     pthread_mutex_unlock(&sup->lock);
     return -ECANCELED;
+  }
+  if (box->req.scan_rootfd >= 0) {
+    pthread_mutex_unlock(&sup->lock);
+    ks__scanner_push(sup, box, KS__SCAN_BEFORE);
+    return 0;
   }
   box->next = NULL;
   if (sup->pending_tail != NULL)
@@ -699,6 +850,27 @@ int ks_sup_submit(struct ks_sup *sup, struct ks_box *box) {
 }
 
 void ks_sup_shutdown(struct ks_sup *sup) {
+  struct ks__scanner *sc = &sup->scanner;
+  struct ks_box *left;
+
+  /* The scan thread first: it may still hand boxes to the supervisor. */
+  pthread_mutex_lock(&sc->lock);
+  sc->stopped = true;
+  left = sc->head;
+  sc->head = sc->tail = NULL;
+  pthread_cond_signal(&sc->cond);
+  pthread_mutex_unlock(&sc->lock);
+  (void) pthread_join(sc->thread, NULL);
+  while (left != NULL) {
+    struct ks_box *next = left->next;
+    if (left->scan_phase == KS__SCAN_BEFORE) {
+      left->res.spawn_errnum = ECANCELED;
+      left->res.spawn_syscall = "spawn";
+    }
+    sup->hooks.on_done(sup->ctx, left);
+    left = next;
+  }
+
   pthread_mutex_lock(&sup->lock);
   sup->stopping = true;
   pthread_mutex_unlock(&sup->lock);
@@ -708,6 +880,8 @@ void ks_sup_shutdown(struct ks_sup *sup) {
   ks_close_keep_errno(sup->wakefd);
   ks_close_keep_errno(sup->devnull);
   pthread_mutex_destroy(&sup->lock);
+  pthread_mutex_destroy(&sc->lock);
+  pthread_cond_destroy(&sc->cond);
   free(sup);
 }
 

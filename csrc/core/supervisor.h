@@ -1,4 +1,7 @@
-/* The supervisor: one long-lived thread that runs every live box.
+/* The supervisor: one long-lived thread that runs every live box, and a
+ * second one that scans workspaces before and after their boxes (so a run
+ * uses no libuv threadpool thread at all, and a slow scan of a big workspace
+ * never delays another box's drain or deadline).
  *
  * It spawns kern (so the parent-death signal follows a thread that lives as
  * long as the supervisor), drains stdout and stderr into capped buffers,
@@ -15,6 +18,7 @@
 
 #include "outbuf.h"
 #include "proc.h"
+#include "wsscan.h"
 
 /* kern's view of the descriptors we give it. */
 #define KS_BOX_STARTED_FD 3 /* kern writes its started bytes here */
@@ -34,6 +38,7 @@ struct ks_box_request {
   uint64_t timeout_ns;
   size_t cap;       /* bytes kept of each stream */
   bool stream[2];   /* report chunks of this stream through on_output */
+  int scan_rootfd;  /* workspace to scan before and after the box, or -1; owned */
 };
 
 /* What happened. Filled by the supervisor, read after on_done. */
@@ -48,6 +53,10 @@ struct ks_box_result {
   struct ks_outbuf out[2];
   uint64_t duration_ns;        /* spawn to exit of kern */
   struct rusage usage;
+  /* The files the box created or modified (requests with scan_rootfd). */
+  int scan_errnum;             /* nonzero: no change list (e.g. -E2BIG) */
+  struct ks_ws_change *changes;
+  size_t nchanges;
 };
 
 struct ks_box;
@@ -68,6 +77,7 @@ struct ks_sup;
 struct ks_box *ks_box_new(struct ks_box_request *req, void *user);
 void *ks_box_user(const struct ks_box *box);
 const char *ks_box_request_path(const struct ks_box *box);
+bool ks_box_request_scans(const struct ks_box *box);
 struct ks_box_result *ks_box_result(struct ks_box *box);
 void ks_box_free(struct ks_box *box);
 /* Frees a request's owned pointers; for callers that never made a box. */

@@ -207,29 +207,33 @@ static napi_value ks__list_value(napi_env env, struct ks__fs_task *t) {
   return arr;
 }
 
-static napi_value ks__diff_value(napi_env env, struct ks__fs_task *t) {
+napi_value ks_napi_changes_value(napi_env env, const struct ks_ws_change *changes, size_t n) {
   napi_value arr;
   napi_value kinds[2];
 
-  if (napi_create_array_with_length(env, t->n, &arr) != napi_ok ||
+  if (napi_create_array_with_length(env, n, &arr) != napi_ok ||
       napi_create_string_utf8(env, "created", NAPI_AUTO_LENGTH, &kinds[KS_WS_CREATED]) !=
           napi_ok ||
       napi_create_string_utf8(env, "modified", NAPI_AUTO_LENGTH,
                               &kinds[KS_WS_MODIFIED]) != napi_ok)
     return NULL;
-  for (size_t i = 0; i < t->n; i++) {
+  for (size_t i = 0; i < n; i++) {
     napi_value triple;
-    napi_value path = ks__path_value(env, t->changes[i].path);
+    napi_value path = ks__path_value(env, changes[i].path);
     napi_value size;
     if (path == NULL || napi_create_array_with_length(env, 3, &triple) != napi_ok ||
-        napi_create_double(env, (double) t->changes[i].size, &size) != napi_ok ||
+        napi_create_double(env, (double) changes[i].size, &size) != napi_ok ||
         napi_set_element(env, triple, 0, path) != napi_ok ||
         napi_set_element(env, triple, 1, size) != napi_ok ||
-        napi_set_element(env, triple, 2, kinds[t->changes[i].kind]) != napi_ok ||
+        napi_set_element(env, triple, 2, kinds[changes[i].kind]) != napi_ok ||
         napi_set_element(env, arr, (uint32_t) i, triple) != napi_ok)
       return NULL;
   }
   return arr;
+}
+
+static napi_value ks__diff_value(napi_env env, struct ks__fs_task *t) {
+  return ks_napi_changes_value(env, t->changes, t->n);
 }
 
 static void ks__scan_finalize(napi_env env, void *data, void *hint) {

@@ -3,6 +3,8 @@
  * The supervisor reaches JS only through one threadsafe function per
  * environment, always in non-blocking mode. The TSFN is referenced only while
  * runs are in flight, so an idle addon never keeps the process alive. */
+#define _GNU_SOURCE
+#include <fcntl.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -178,6 +180,7 @@ static napi_value ks__result_object(napi_env env, struct ks__run *run, struct ks
       !ks_napi_set(env, obj, "droppedChunks",
                    ks__number(env, (double) atomic_load(&run->dropped_chunks))) ||
       !ks_napi_set(env, obj, "durationMs", ks__number(env, (double) res->duration_ns / 1e6)) ||
+      !ks_napi_set(env, obj, "scanErrno", ks__number(env, -(double) res->scan_errnum)) ||
       !ks_napi_set(env, obj, "userCpuMs",
                    ks__number(env, res->usage.ru_utime.tv_sec * 1e3 +
                                        res->usage.ru_utime.tv_usec / 1e3)) ||
@@ -185,6 +188,13 @@ static napi_value ks__result_object(napi_env env, struct ks__run *run, struct ks
                    ks__number(env, res->usage.ru_stime.tv_sec * 1e3 +
                                        res->usage.ru_stime.tv_usec / 1e3)))
     return NULL;
+  if (ks_box_request_scans(box) && res->scan_errnum == 0) {
+    napi_value files = ks_napi_changes_value(env, res->changes, res->nchanges);
+    if (files == NULL || !ks_napi_set(env, obj, "files", files))
+      return NULL;
+  } else if (!ks_napi_set(env, obj, "files", ks__null(env))) {
+    return NULL;
+  }
   /* Buffers last: from here on they own the output memory. */
   napi_value out = ks__take_buffer(env, &res->out[KS_STDOUT]);
   if (out == NULL || !ks_napi_set(env, obj, "stdout", out))
@@ -315,7 +325,7 @@ static int ks__ensure_supervisor(napi_env env, struct ks_addon *addon, struct ks
 }
 
 /* ---- run(path, argv, envp, envData, tmpdir, stopArgv, timeoutMs, cap,
- *          onStdout, onStderr) -> Promise<RawRunResult> -------------------- */
+ *          onStdout, onStderr, scanRootfd) -> Promise<RawRunResult> -------- */
 
 static bool ks__is_function(napi_env env, napi_value v) {
   napi_valuetype t;
@@ -329,6 +339,7 @@ static bool ks__get_request(napi_env env, napi_value *argv, struct ks_box_reques
   bool is_buffer = false;
 
   memset(req, 0, sizeof *req);
+  req->scan_rootfd = -1;
   req->path = ks_napi_get_string(env, argv[0], NULL);
   if (req->path == NULL)
     return false;
@@ -384,12 +395,30 @@ static bool ks__get_request(napi_env env, napi_value *argv, struct ks_box_reques
   req->cap = (size_t) cap;
   req->stream[KS_STDOUT] = ks__is_function(env, argv[8]);
   req->stream[KS_STDERR] = ks__is_function(env, argv[9]);
+  {
+    int32_t fd = -1;
+    if (napi_get_value_int32(env, argv[10], &fd) != napi_ok) {
+      ks_napi_throw_last(env);
+      return false;
+    }
+    if (fd >= 0) {
+      /* Our own copy: the session may close its descriptor meanwhile, and
+       * the number must never come to mean another directory. */
+      req->scan_rootfd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+      if (req->scan_rootfd < 0) {
+        struct ks_err err;
+        ks_err_set(&err, errno, "fcntl", NULL);
+        napi_throw(env, ks_napi_system_error(env, &err));
+        return false;
+      }
+    }
+  }
   return true;
 }
 
 static napi_value ks__run(napi_env env, napi_callback_info info) {
-  size_t argc = 10;
-  napi_value argv[10];
+  size_t argc = 11;
+  napi_value argv[11];
   struct ks_addon *addon;
   struct ks_box_request req;
   struct ks__run *run = NULL;
@@ -399,8 +428,8 @@ static napi_value ks__run(napi_env env, napi_callback_info info) {
 
   KS_NAPI_CALL(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
   KS_NAPI_CALL(env, napi_get_instance_data(env, (void **) &addon));
-  if (argc != 10) {
-    napi_throw_type_error(env, "ERR_INVALID_ARG_TYPE", "run() takes 10 arguments");
+  if (argc != 11) {
+    napi_throw_type_error(env, "ERR_INVALID_ARG_TYPE", "run() takes 11 arguments");
     return NULL;
   }
   if (!ks__get_request(env, argv, &req))
