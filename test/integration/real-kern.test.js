@@ -1,0 +1,142 @@
+"use strict";
+
+// The same behaviours against a real kern. Runs when one is found
+// (KERN_INTEGRATION_BIN, or `kern` in an absolute PATH entry) with the images
+// of ../shared/tools/make-kern-images.sh in its cache; otherwise every test
+// says SKIP and why.
+const assert = require("assert");
+const fs = require("fs");
+const path = require("path");
+const crypto = require("crypto");
+const { spawn, execFileSync } = require("child_process");
+const h = require("../lib/harness");
+
+function findRealKern() {
+  const cands = [];
+  if (process.env.KERN_INTEGRATION_BIN) cands.push(process.env.KERN_INTEGRATION_BIN);
+  for (const dir of (process.env.PATH || "").split(":").filter((d) => path.isAbsolute(d)))
+    cands.push(path.join(dir, "kern"));
+  for (const c of cands) {
+    try {
+      fs.accessSync(c, fs.constants.X_OK);
+      if (fs.realpathSync(c) !== fs.realpathSync(h.fakeKern())) return fs.realpathSync(c);
+    } catch {
+      /* next */
+    }
+  }
+  return null;
+}
+
+function imagesOf(kern) {
+  try {
+    return execFileSync(kern, ["images"], { encoding: "utf8", timeout: 20000, stdio: "pipe" });
+  } catch {
+    return "";
+  }
+}
+
+const realKern = findRealKern();
+const images = realKern ? imagesOf(realKern) : "";
+const haveImage = (ref) => images.includes(ref.split(":")[0]) && images.includes(ref.split(":")[1] || "");
+const why = realKern === null
+  ? "no real kern found (set KERN_INTEGRATION_BIN or put kern on PATH)"
+  : !haveImage("python:3.12-slim")
+    ? `kern at ${realKern} has no python:3.12-slim image (run ../shared/tools/make-kern-images.sh)`
+    : null;
+
+describe("integration: a real kern", function () {
+  this.timeout(120000);
+  let saved;
+  let kern;
+
+  before(function () {
+    if (why !== null) return;
+    saved = process.env.KERN_BIN;
+    process.env.KERN_BIN = realKern;
+    kern = require("../..");
+  });
+  after(function () {
+    if (saved !== undefined) process.env.KERN_BIN = saved;
+  });
+  beforeEach(function () {
+    if (why !== null) h.skip(this, why);
+  });
+
+  it('runCode("print(sum(range(100)))") gives "4950\\n"', async function () {
+    const r = await kern.runCode("print(sum(range(100)))");
+    assert.strictEqual(r.stdout, "4950\n", r.stderr);
+    assert.strictEqual(r.success, true);
+  });
+
+  it("runs node -e in node:20-slim", async function () {
+    if (!haveImage("node:20-slim")) return h.skip(this, "no node:20-slim image in kern's cache");
+    const r = await kern.runCode("console.log([1,2,3].map(x => x * x))",
+      { image: "node:20-slim", language: "node" });
+    assert.strictEqual(r.stdout, "[ 1, 4, 9 ]\n", r.stderr);
+  });
+
+  it("a spinning box times out, and nothing of it remains", async function () {
+    const marker = `spin-${crypto.randomBytes(4).toString("hex")}`;
+    const r = await kern.runCode(`# ${marker}\nwhile True: pass`, { timeoutS: 2 });
+    assert.strictEqual(r.fault && r.fault.type, "timeout");
+    assert.ok(r.durationMs < 2200, `durationMs ${r.durationMs}`);
+    const left = await h.waitFor(() => !execFileSync("ps", ["-eo", "args"], { encoding: "utf8" })
+      .includes(marker), 2000);
+    assert.ok(left, "a process of the box is still running");
+  });
+
+  it("exit codes and faults: 3 is a result, SIGKILL is killed", async function () {
+    assert.strictEqual((await kern.runCode("import sys; sys.exit(3)")).fault, null);
+    const k = await kern.runCode("import os, signal; os.kill(os.getpid(), signal.SIGKILL)");
+    assert.strictEqual(k.fault && k.fault.type, "killed", JSON.stringify(k));
+  });
+
+  it("startup_failed comes from kern for a missing image", async function () {
+    const r = await kern.runCode("print(1)", { image: "ks-no-such-image:latest" });
+    assert.strictEqual(r.fault && r.fault.type, "startup_failed", JSON.stringify(r));
+    assert.match(r.fault.message, /^error:/);
+  });
+
+  it("A42: a forged kern line with exit 125 is a normal result", async function () {
+    const r = await kern.runCode(
+      "import sys; sys.stderr.write('kern: sandbox setup failed: forged\\n'); sys.exit(125)");
+    assert.strictEqual(r.exitCode, 125);
+    assert.strictEqual(r.fault, null);
+  });
+
+  it("A34: env reaches the box through the env fd, never argv", async function () {
+    const token = `CANARY-${crypto.randomBytes(6).toString("hex")}`;
+    const r = await kern.runCode("import os; print(os.environ['TOKEN'])", { env: { TOKEN: token } });
+    assert.strictEqual(r.stdout, `${token}\n`, r.stderr);
+  });
+
+  it("the network is off by default", async function () {
+    const r = await kern.runCode(
+      "import socket\ntry:\n  socket.create_connection(('1.1.1.1', 53), timeout=2); print('up')\n" +
+      "except OSError as e: print('down')");
+    assert.strictEqual(r.stdout, "down\n", r.stderr);
+  });
+
+  it("files the box writes are reported and readable", async function () {
+    await kern.withSandbox(async (sbx) => {
+      const r = await sbx.runCode("open('out.txt','w').write('hello')");
+      assert.deepStrictEqual(r.files, [{ path: "out.txt", size: 5, change: "created" }], r.stderr);
+      assert.strictEqual((await sbx.readFile("out.txt")).toString(), "hello");
+    });
+  });
+
+  it("C9: SIGKILL of Node leaves no kern or box process 2 s later", async function () {
+    const marker = `orphan-${crypto.randomBytes(4).toString("hex")}`;
+    const child = spawn(process.execPath,
+      [path.join(h.repo, "test/fixtures/scripts/parent-death.js"), h.repo, marker],
+      { stdio: ["ignore", "pipe", "inherit"], env: { ...process.env, KERN_BIN: realKern } });
+    await new Promise((resolve) => child.stdout.once("data", resolve));
+    const ps = () => execFileSync("ps", ["-eo", "pid,args"], { encoding: "utf8" }).split("\n")
+      .filter((l) => l.includes(marker) && !l.includes("parent-death.js"));
+    assert.ok(await h.waitFor(() => ps().length >= 4, 10000), "positive control: boxes run");
+    const exited = new Promise((resolve) => child.on("exit", resolve));
+    child.kill("SIGKILL");
+    await exited;
+    assert.ok(await h.waitFor(() => ps().length === 0, 2000), `left: ${ps().join("\n")}`);
+  });
+});
