@@ -1,0 +1,78 @@
+"use strict";
+
+// A kern that misbehaves: the engine still resolves on time and leaves
+// nothing behind (C3, C4, C5, C19, and a kern that ignores SIGTERM).
+const assert = require("assert");
+const fs = require("fs");
+const path = require("path");
+const { runCode } = require("..");
+const binding = require("../lib/binding");
+const h = require("./lib/harness");
+
+const sh = (code, opts = {}) => runCode(code, { language: "bash", ...opts });
+
+describe("a misbehaving kern", function () {
+  it("C4: kern closes its stdio and keeps running: no resolve at EOF, timeout at the deadline", async function () {
+    const start = Date.now();
+    const r = await sh("sleep 30", { image: "fake:close-stdio", timeoutS: 1 });
+    const wall = Date.now() - start;
+    assert.strictEqual(r.fault && r.fault.type, "timeout");
+    assert.ok(wall >= 1000 && wall < 1500, `wall ${wall}`);
+  });
+
+  it("C5: a grandchild in kern's group holds the pipes: resolves promptly, holder killed", async function () {
+    const start = Date.now();
+    const r = await sh("echo done", { image: "fake:holder" });
+    const wall = Date.now() - start;
+    assert.strictEqual(r.stdout, "done\n");
+    assert.strictEqual(r.fault, null);
+    assert.ok(wall < 1000, `wall ${wall}`);
+    assert.deepStrictEqual(await h.waitFor(() => h.processesUsing(h.fakeKern()).length === 0, 1000), true);
+  });
+
+  it("C3: a daemon in a new session holds the pipes: resolves after a bounded drain", async function () {
+    const start = Date.now();
+    const r = await sh("echo out", { image: "fake:double-fork" });
+    const wall = Date.now() - start;
+    assert.strictEqual(r.stdout, "out\n");
+    assert.strictEqual(r.exitCode, 0);
+    assert.ok(wall < 1000, `wall ${wall}: the drain after kern's exit is bounded`);
+    // The double's daemon is outside kern's group: with a real kern it would
+    // die with the box's pid namespace. Clean it up here.
+    for (const pid of h.processesUsing(h.fakeKern())) process.kill(pid, "SIGKILL");
+  });
+
+  it("a kern that ignores SIGTERM is still killed at the deadline", async function () {
+    const r = await sh("trap '' TERM; sleep 30", { image: "fake:ignore-term", timeoutS: 0.5 });
+    assert.strictEqual(r.fault && r.fault.type, "timeout");
+    assert.ok(r.durationMs < 700, `durationMs ${r.durationMs}`);
+  });
+
+  it("C19: a hung `kern stop` never blocks: 8 timeouts at once, fs stays responsive", async function () {
+    this.timeout(40000);
+    const file = path.join(h.tmpDir(), "f");
+    fs.writeFileSync(file, "x");
+    const start = Date.now();
+    const runs = Array.from({ length: 8 }, () =>
+      sh("sleep 30", { image: "fake:hang-stop", timeoutS: 0.5 }));
+    const lat = [];
+    let done = false;
+    const all = Promise.all(runs).finally(() => {
+      done = true;
+    });
+    while (!done) {
+      const t = Date.now();
+      await fs.promises.readFile(file);
+      lat.push(Date.now() - t);
+      await h.sleep(20);
+    }
+    const results = await all;
+    const wall = Date.now() - start;
+    assert.ok(results.every((r) => r.fault && r.fault.type === "timeout"));
+    assert.ok(wall < 1500, `wall ${wall}: resolving never waits for kern stop`);
+    assert.ok(Math.max(...lat) < 100, `readFile max ${Math.max(...lat)} ms`);
+    const stops = fs.readFileSync(path.join(h.stateDir(), "stops.log"), "utf8");
+    assert.ok(stops.split("\n").filter(Boolean).length >= 8, "kern stop ran for each box");
+    assert.strictEqual(binding.liveBoxes(), 0);
+  });
+});
