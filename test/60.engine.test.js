@@ -17,20 +17,7 @@ function note(msg) {
   console.log(`      ${msg}`);
 }
 
-function markerProcesses(marker, except = []) {
-  const out = [];
-  for (const pid of fs.readdirSync("/proc")) {
-    if (!/^\d+$/.test(pid) || except.includes(Number(pid))) continue;
-    try {
-      const cmd = fs.readFileSync(`/proc/${pid}/cmdline`, "utf8");
-      const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8");
-      if (cmd.includes(marker) && stat.slice(stat.lastIndexOf(")") + 2)[0] !== "Z") out.push(pid);
-    } catch {
-      /* gone */
-    }
-  }
-  return out;
-}
+const markerProcesses = h.processesWith;
 
 describe("engine", function () {
   it("64 concurrent sleep 1 finish in < 2 s; fs.readFile stays < 20 ms meanwhile", async function () {

@@ -833,19 +833,13 @@ int ks_sup_submit(struct ks_sup *sup, struct ks_box *box) {
     pthread_mutex_unlock(&sup->lock);
     return -ECANCELED;
   }
-  if (box->req.scan_rootfd >= 0) {
-    pthread_mutex_unlock(&sup->lock);
-    ks__scanner_push(sup, box, KS__SCAN_BEFORE);
-    return 0;
-  }
-  box->next = NULL;
-  if (sup->pending_tail != NULL)
-    sup->pending_tail->next = box;
-  else
-    sup->pending_head = box;
-  sup->pending_tail = box;
   pthread_mutex_unlock(&sup->lock);
-  ks__wake(sup);
+  /* From here on the box is ours: a shutdown racing with this reports it
+   * through on_done as cancelled. */
+  if (box->req.scan_rootfd >= 0)
+    ks__scanner_push(sup, box, KS__SCAN_BEFORE);
+  else
+    ks__queue_spawn(sup, box);
   return 0;
 }
 

@@ -60,53 +60,44 @@ function tmpDir(prefix = "t-") {
   return fs.mkdtempSync(path.join(testRoot(), prefix));
 }
 
+/** Every process: pid, state letter, parent, session, and its argv. */
+function processes() {
+  const out = [];
+  for (const pid of fs.readdirSync("/proc")) {
+    if (!/^\d+$/.test(pid)) continue;
+    try {
+      const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8");
+      const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+      const argv = fs.readFileSync(`/proc/${pid}/cmdline`, "utf8");
+      let exe = null;
+      try {
+        exe = fs.readlinkSync(`/proc/${pid}/exe`);
+      } catch {
+        /* a zombie, or not ours to read */
+      }
+      out.push({ pid: Number(pid), state: fields[0], ppid: Number(fields[1]),
+        sid: Number(fields[3]), argv, exe });
+    } catch {
+      /* gone meanwhile */
+    }
+  }
+  return out;
+}
+
 /** Processes whose parent is this process, with their state letter. */
 function children() {
-  const out = [];
-  for (const pid of fs.readdirSync("/proc")) {
-    if (!/^\d+$/.test(pid)) continue;
-    try {
-      const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8");
-      const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-      if (Number(fields[1]) === process.pid) out.push({ pid: Number(pid), state: fields[0] });
-    } catch {
-      /* gone meanwhile */
-    }
-  }
-  return out;
+  return processes().filter((p) => p.ppid === process.pid).map(({ pid, state }) => ({ pid, state }));
 }
 
-/** Processes in session SID (boxes run in kern's own session). */
-function sessionMembers(sid) {
-  const out = [];
-  for (const pid of fs.readdirSync("/proc")) {
-    if (!/^\d+$/.test(pid)) continue;
-    try {
-      const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8");
-      const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-      if (Number(fields[3]) === sid && fields[0] !== "Z") out.push(Number(pid));
-    } catch {
-      /* gone meanwhile */
-    }
-  }
-  return out;
-}
-
-/** Every process (not zombie) running the test double's binary or a box under it. */
+/** Live (not zombie) processes running exe, e.g. the test double. */
 function processesUsing(exe) {
-  const out = [];
-  for (const pid of fs.readdirSync("/proc")) {
-    if (!/^\d+$/.test(pid)) continue;
-    try {
-      if (fs.readlinkSync(`/proc/${pid}/exe`) === exe) {
-        const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8");
-        if (stat.slice(stat.lastIndexOf(")") + 2)[0] !== "Z") out.push(Number(pid));
-      }
-    } catch {
-      /* gone, or not ours to read */
-    }
-  }
-  return out;
+  return processes().filter((p) => p.exe === exe && p.state !== "Z").map((p) => p.pid);
+}
+
+/** Live processes whose argv mentions marker, except the pids given. */
+function processesWith(marker, except = []) {
+  return processes().filter((p) => p.argv.includes(marker) && p.state !== "Z" &&
+    !except.includes(p.pid)).map((p) => p.pid);
 }
 
 function openFds() {
@@ -141,5 +132,5 @@ function cleanup() {
 
 module.exports = {
   repo, testRoot, fakeKern, stateDir, recordedArgv, clearState, tmpDir, children,
-  sessionMembers, processesUsing, openFds, sleep, waitFor, skip, cleanup,
+  processes, processesUsing, processesWith, openFds, sleep, waitFor, skip, cleanup,
 };

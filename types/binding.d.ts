@@ -1,0 +1,81 @@
+// The private contract between lib/ and the native addon
+// (build/Release/kern_sandbox.node). Not part of the public API.
+
+/** What one box did, as the engine saw it. */
+export interface RawRunResult {
+  /** kern's exit code, or null if it died of a signal or the status was lost. */
+  exitCode: number | null;
+  /** The signal that killed kern, or null. */
+  signal: number | null;
+  /** False when a foreign waitpid(-1) in the host took kern's status. */
+  statusKnown: boolean;
+  /** Our own deadline fired and the engine killed kern and its group. */
+  timedOut: boolean;
+  /** The first bytes (at most 4) kern wrote on KERN_STARTED_FD. */
+  started: Buffer;
+  /** How many bytes kern wrote there in all. */
+  startedCount: number;
+  stdout: Buffer;
+  stderr: Buffer;
+  /** Bytes read past maxOutputBytes and dropped. */
+  stdoutDiscarded: number;
+  stderrDiscarded: number;
+  /** onStdout/onStderr chunks dropped because the callback fell behind. */
+  droppedChunks: number;
+  /** Spawn to kern's exit, in milliseconds. */
+  durationMs: number;
+  userCpuMs: number;
+  systemCpuMs: number;
+  /** Files created/modified, or null if the workspace could not be scanned. */
+  files: Array<[path: string | Buffer, size: number, change: "created" | "modified"]> | null;
+  /** -errno of a failed scan, or 0. */
+  scanErrno: number;
+}
+
+/** A Node-shaped system error: code, negative errno, syscall, path. */
+export interface SystemError extends Error {
+  code: string;
+  errno: number;
+  syscall: string;
+  path?: string;
+}
+
+/** kern's started fd and env fd numbers, as kern sees them. */
+export const STARTED_FD: 3;
+export const ENV_FD: 4;
+
+/**
+ * Spawns kern on the supervisor thread and settles when the box is over.
+ * Rejects with a SystemError when kern cannot be started (execve, EMFILE...).
+ */
+export function run(
+  kernPath: string,
+  argv: string[],
+  kernEnv: string[],
+  envFile: Buffer | null,
+  tmpdir: string,
+  stopArgv: string[] | null,
+  timeoutMs: number,
+  maxOutputBytes: number,
+  onStdout: ((chunk: Buffer) => void) | null,
+  onStderr: ((chunk: Buffer) => void) | null,
+  scanRootfd: number,
+): Promise<RawRunResult>;
+
+/** Boxes currently supervised in this environment. */
+export function liveBoxes(): number;
+
+export function wsOpen(absPath: string): number;
+export function wsClose(fd: number): void;
+export function wsWriteFile(rootfd: number, rel: string, data: Buffer): Promise<void>;
+export function wsReadFile(rootfd: number, rel: string, maxBytes: number): Promise<Buffer>;
+export function wsList(rootfd: number, subdir: string): Promise<Array<[string | Buffer, number]>>;
+export function wsScan(rootfd: number): Promise<object>;
+export function wsDiff(rootfd: number, before: object):
+  Promise<Array<[string | Buffer, number, "created" | "modified"]>>;
+export function wsRemoveTree(rootfd: number): Promise<void>;
+
+/** Writes destDir/destName atomically. Synchronous. */
+export function wsSnapshot(rootfd: number, destDir: string, destName: string): void;
+/** Throws a SystemError with `reason` (and `member`) when the archive is refused. */
+export function wsRestore(rootfd: number, srcPath: string): void;
