@@ -30,6 +30,19 @@
         "-fno-strict-aliasing"
       ],
       "cflags!": ["-fno-exceptions"],
+      "configurations": {
+        "Debug": {
+          "#": "The Debug build is the sanitizer build (npm run test:asan).",
+          "cflags": [
+            "-fsanitize=address,undefined",
+            "-fno-sanitize-recover=undefined",
+            "-fno-omit-frame-pointer",
+            "-O1",
+            "-g"
+          ],
+          "ldflags": ["-fsanitize=address,undefined"]
+        }
+      },
       "conditions": [
         ["OS!='linux'", { "type": "none" }]
       ]

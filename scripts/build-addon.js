@@ -40,13 +40,20 @@ if (!nodedir) {
   process.exit(1);
 }
 
+// --debug builds the sanitizer (ASan + UBSan) flavour into build/Debug next
+// to the release build, so it configures and builds without cleaning.
 const debug = process.argv.includes("--debug");
 const extra = process.argv.slice(2).filter((a) => a !== "--debug");
 const [cmd, ...pre] = findNodeGyp();
-const args = [...pre, "rebuild", `--nodedir=${nodedir}`, ...(debug ? ["--debug"] : []), ...extra];
-const r = spawnSync(cmd, args, { stdio: "inherit", cwd: path.resolve(__dirname, "..") });
-if (r.error) {
-  console.error(`kern-sandbox: could not run node-gyp: ${r.error.message}`);
-  process.exit(1);
+const steps = debug
+  ? [["configure", `--nodedir=${nodedir}`], ["build", "--debug", `--nodedir=${nodedir}`]]
+  : [["rebuild", `--nodedir=${nodedir}`]];
+for (const step of steps) {
+  const r = spawnSync(cmd, [...pre, ...step, ...extra],
+    { stdio: "inherit", cwd: path.resolve(__dirname, "..") });
+  if (r.error) {
+    console.error(`kern-sandbox: could not run node-gyp: ${r.error.message}`);
+    process.exit(1);
+  }
+  if (r.status !== 0) process.exit(r.status === null ? 1 : r.status);
 }
-process.exit(r.status === null ? 1 : r.status);

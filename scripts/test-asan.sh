@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# Runs the whole mocha suite against the ASan+UBSan build of the addon
+# (build/Debug), with the sanitizer runtimes preloaded into Node.
+#
+# Every sanitizer report goes to a log file per process. The run fails on:
+#   - any ASan or UBSan error report, from any process;
+#   - any leak whose allocation stack passes through the addon (our module
+#     or our sources).
+# Leaks with no frame of ours are Node's and V8's own process-lifetime
+# allocations: Node is not built with ASan and does not free them at exit.
+# LeakSanitizer's suppression files match any frame of a stack (and every
+# stack of ours also has node:: frames), so they cannot make that
+# distinction; this filter does.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+node scripts/build-addon.js --debug >/dev/null || exit 1
+
+logs=$(mktemp -d "${TMPDIR:-/tmp}/ks-asan-XXXXXX")
+asan=$(gcc -print-file-name=libasan.so)
+ubsan=$(gcc -print-file-name=libubsan.so)
+export LD_PRELOAD="$asan $ubsan"
+# detect_odr_violation=0: Node exports its own zlib, which the addon uses on
+# purpose. exitcode=0: leaks are judged below, per stack.
+export ASAN_OPTIONS="detect_leaks=1:exitcode=0:detect_odr_violation=0:log_path=$logs/asan:allocator_may_return_null=1"
+export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:log_path=$logs/ubsan"
+export KERN_SANDBOX_BUILD=Debug
+
+npx mocha "$@"
+status=$?
+unset LD_PRELOAD
+
+node - "$logs" <<'JS'
+const fs = require("fs");
+const path = require("path");
+const dir = process.argv[2];
+let bad = 0;
+let nodeLeaks = 0;
+for (const f of fs.readdirSync(dir)) {
+  const text = fs.readFileSync(path.join(dir, f), "utf8");
+  // Reports are separated by blank lines; leak reports start "Direct leak" /
+  // "Indirect leak", errors start with "ERROR:" or "runtime error:".
+  for (const block of text.split(/\n(?=(?:Direct|Indirect) leak|=+\n==\d+==ERROR)/)) {
+    const ours = /kern_sandbox\.node|\/csrc\//.test(block);
+    if (/ERROR: AddressSanitizer|runtime error:/.test(block) && !/detected memory leaks/.test(block)) {
+      bad++;
+      console.error(`sanitizer error in ${f}:\n${block.slice(0, 4000)}`);
+    } else if (/(Direct|Indirect) leak/.test(block)) {
+      if (ours) {
+        bad++;
+        console.error(`leak from the addon in ${f}:\n${block.slice(0, 4000)}`);
+      } else {
+        nodeLeaks++;
+      }
+    }
+  }
+}
+console.log(`asan: ${bad} report(s) against the addon; ${nodeLeaks} Node/V8 lifetime leak ` +
+  "report(s) ignored (no frame of ours)");
+process.exit(bad > 0 ? 1 : 0);
+JS
+filter=$?
+rm -rf "$logs"
+[ "$status" -eq 0 ] && [ "$filter" -eq 0 ]
