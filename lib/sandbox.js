@@ -216,8 +216,7 @@ class Sandbox {
       } catch (e) {
         throw sandboxErrorFromSystem(`could not run kern (${this.#kern})`, e);
       }
-      const stdout = raw.stdout.toString("utf8");
-      const stderr = raw.stderr.toString("utf8");
+      const { stdout, stderr } = raw; // decoded by the engine, without a copy for ASCII
       const exitCode = exitCodeOf(raw);
       const fault = classify(raw, { kern: this.#kern, timeoutS, stderr, exitCode });
       return new ExecutionResult({

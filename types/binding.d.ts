@@ -15,8 +15,9 @@ export interface RawRunResult {
   started: Buffer;
   /** How many bytes kern wrote there in all. */
   startedCount: number;
-  stdout: Buffer;
-  stderr: Buffer;
+  /** Captured output decoded as UTF-8 (ASCII output is an external string over the capture). */
+  stdout: string;
+  stderr: string;
   /** Bytes read past maxOutputBytes and dropped. */
   stdoutDiscarded: number;
   stderrDiscarded: number;

@@ -4,6 +4,7 @@
  * environment, always in non-blocking mode. The TSFN is referenced only while
  * runs are in flight, so an idle addon never keeps the process alive. */
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -107,26 +108,59 @@ static void ks__free_external(napi_env env, void *data, void *hint) {
   free(data);
 }
 
-/* Hands the captured bytes to a Buffer without copying them. */
-static napi_value ks__take_buffer(napi_env env, struct ks_outbuf *b) {
-  napi_value buf = NULL;
+/* node_api_create_external_string_latin1 (Node >= 20.4, still marked
+ * experimental): looked up at run time, so the addon also loads where it is
+ * missing. */
+typedef napi_status (*ks__ext_latin1_fn)(napi_env env, char *str, size_t length,
+                                          napi_finalize finalize_callback, void *finalize_hint,
+                                          napi_value *result, bool *copied);
+
+static ks__ext_latin1_fn ks__ext_latin1(void) {
+  static _Atomic(ks__ext_latin1_fn) fn;
+  static _Atomic int looked;
+  if (!atomic_load(&looked)) {
+    void *sym = dlsym(RTLD_DEFAULT, "node_api_create_external_string_latin1");
+    atomic_store(&fn, (ks__ext_latin1_fn) sym);
+    atomic_store(&looked, 1);
+  }
+  return atomic_load(&fn);
+}
+
+static bool ks__is_ascii(const char *p, size_t n) {
+  const uint64_t high = 0x8080808080808080ULL;
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    uint64_t w;
+    memcpy(&w, p + i, sizeof w);
+    if (w & high)
+      return false;
+  }
+  for (; i < n; i++) {
+    if ((unsigned char) p[i] & 0x80)
+      return false;
+  }
+  return true;
+}
+
+/* The captured bytes as the result string, decoded as UTF-8 (invalid
+ * sequences become U+FFFD, as Buffer#toString does). ASCII output, the
+ * common case and every flood of it, becomes an external string over the
+ * buffer itself: a 64 MiB result costs 64 MiB, not twice that. */
+static napi_value ks__take_string(napi_env env, struct ks_outbuf *b) {
+  napi_value s = NULL;
   size_t len;
   char *data = ks_outbuf_take(b, &len);
-  void *copy;
+  ks__ext_latin1_fn ext = ks__ext_latin1();
 
-  if (len == 0) {
-    free(data);
-    if (napi_create_buffer(env, 0, &copy, &buf) != napi_ok)
-      return NULL;
-    return buf;
+  if (len > 0 && ext != NULL && ks__is_ascii(data, len)) {
+    bool copied = false;
+    if (ext(env, data, len, ks__free_external, NULL, &s, &copied) == napi_ok)
+      return s; /* copied or not, data now belongs to the string */
   }
-  if (napi_create_external_buffer(env, len, data, ks__free_external, NULL, &buf) == napi_ok)
-    return buf;
-  /* Runtimes that forbid external buffers get a copy. */
-  if (napi_create_buffer_copy(env, len, data, &copy, &buf) != napi_ok)
-    buf = NULL;
+  if (napi_create_string_utf8(env, len > 0 ? data : "", len, &s) != napi_ok)
+    s = NULL;
   free(data);
-  return buf;
+  return s;
 }
 
 static napi_value ks__number(napi_env env, double v) {
@@ -195,11 +229,11 @@ static napi_value ks__result_object(napi_env env, struct ks__run *run, struct ks
   } else if (!ks_napi_set(env, obj, "files", ks__null(env))) {
     return NULL;
   }
-  /* Buffers last: from here on they own the output memory. */
-  napi_value out = ks__take_buffer(env, &res->out[KS_STDOUT]);
+  /* The output last: from here on the strings own its memory. */
+  napi_value out = ks__take_string(env, &res->out[KS_STDOUT]);
   if (out == NULL || !ks_napi_set(env, obj, "stdout", out))
     return NULL;
-  out = ks__take_buffer(env, &res->out[KS_STDERR]);
+  out = ks__take_string(env, &res->out[KS_STDERR]);
   if (out == NULL || !ks_napi_set(env, obj, "stderr", out))
     return NULL;
   return obj;

@@ -1,0 +1,294 @@
+#!/usr/bin/env node
+"use strict";
+
+// Every performance figure of kern-sandbox in one run, each against a
+// baseline measured in the same run (interleaved rounds, medians), never as
+// a lone absolute time. Runs against the kern test double, or a real kern
+// when KERN_BENCH_REAL=1 and KERN_BIN points at one (with its images).
+//
+//   npm run bench            # everything
+//   npm run bench -- quick   # fewer rounds
+const assert = require("assert");
+const crypto = require("crypto");
+const fs = require("fs");
+const os = require("os");
+const path = require("path");
+const { execFileSync, spawnSync } = require("child_process");
+const { monitorEventLoopDelay } = require("perf_hooks");
+const h = require("../test/lib/harness");
+
+const QUICK = process.argv.includes("quick");
+const ROUNDS = QUICK ? 3 : 5;
+const MiB = 1024 * 1024;
+
+const realKern = process.env.KERN_BENCH_REAL === "1" && process.env.KERN_BIN;
+if (!realKern) process.env.KERN_BIN = h.fakeKern();
+const kernName = realKern ? `real kern (${process.env.KERN_BIN})` : "the kern test double";
+process.env.KERN_SANDBOX_SNAPSHOT = "1";
+const { Sandbox, runCode } = require("..");
+
+const median = (xs) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+};
+const pct = (xs, p) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.ceil((p / 100) * s.length) - 1)];
+};
+const ms = (t0) => Number(process.hrtime.bigint() - t0) / 1e6;
+const rows = [];
+function row(figure, baseline, measured, target, met) {
+  rows.push({ figure, baseline, measured, target, met });
+  console.error(`  ${met ? "met " : "MISS"}  ${figure}: ${measured} (${target})`);
+}
+
+// The event loop is watched during every asynchronous figure; snapshot and
+// restore are synchronous by contract (0.1.1) and are left out of it.
+const loop = monitorEventLoopDelay({ resolution: 1 });
+
+function buildBaselineHelper() {
+  const out = path.join(h.testRoot(), "spawn-baseline");
+  execFileSync("cc", ["-O2", "-o", out, path.join(__dirname, "spawn-baseline.c")]);
+  return out;
+}
+
+async function perCallOverhead() {
+  const helper = buildBaselineHelper();
+  const sbx = await new Sandbox().open();
+  try {
+    for (let i = 0; i < 20; i++) await sbx.run(["true"]); // warm-up
+    // The exact argv the package used, replayed by the C helper.
+    const argv = realKern ? null : h.recordedArgv();
+    const N = QUICK ? 30 : 50;
+    const ours = [];
+    const base = [];
+    for (let r = 0; r < ROUNDS; r++) {
+      const t0 = process.hrtime.bigint();
+      for (let i = 0; i < N; i++) await sbx.run(["true"]);
+      ours.push(ms(t0) / N);
+      loop.disable();
+      const res = spawnSync(helper, [String(N), ...(argv || [])], {
+        encoding: "utf8", env: { ...process.env, KERN_STARTED_FD: "3" } });
+      loop.enable();
+      base.push(Number(res.stdout) / 1000);
+    }
+    const over = median(ours) - median(base);
+    row("per-call overhead, run([\"true\"]), empty workspace",
+      `C posix_spawn of the same argv: ${median(base).toFixed(3)} ms/call`,
+      `${over.toFixed(3)} ms more per call (ours ${median(ours).toFixed(3)} ms)`,
+      "<= 0.3 ms more", over <= 0.3);
+  } finally {
+    await sbx.close();
+  }
+}
+
+async function bigWorkspaceOverhead() {
+  const big = await new Sandbox().open();
+  const empty = await new Sandbox().open();
+  try {
+    const dirs = 100;
+    const writes = [];
+    for (let i = 0; i < 10000; i++) writes.push(big.writeFile(`d${i % dirs}/f${i}.txt`, "x"));
+    await Promise.all(writes);
+    const N = QUICK ? 10 : 20;
+    const b = [];
+    const e = [];
+    for (let r = 0; r < ROUNDS; r++) {
+      let t0 = process.hrtime.bigint();
+      for (let i = 0; i < N; i++) await empty.run(["true"]);
+      e.push(ms(t0) / N);
+      t0 = process.hrtime.bigint();
+      for (let i = 0; i < N; i++) await big.run(["true"]);
+      b.push(ms(t0) / N);
+    }
+    const over = median(b) - median(e);
+    row("per-call overhead, 10,000-file workspace",
+      `the same call, empty workspace: ${median(e).toFixed(2)} ms/call`,
+      `${over.toFixed(2)} ms more per call`, "<= 2 ms more", over <= 2);
+  } finally {
+    await big.close();
+    await empty.close();
+  }
+}
+
+async function concurrency() {
+  const sbx = await new Sandbox({ timeoutS: 30 }).open();
+  try {
+    const one = [];
+    const many = [];
+    for (let r = 0; r < Math.min(ROUNDS, 3); r++) {
+      let t0 = process.hrtime.bigint();
+      await sbx.run(["sleep", "1"]);
+      one.push(ms(t0));
+      t0 = process.hrtime.bigint();
+      const rs = await Promise.all(Array.from({ length: 200 }, () => sbx.run(["sleep", "1"])));
+      many.push(ms(t0));
+      assert.ok(rs.every((x) => x.success));
+    }
+    const ratio = median(many) / median(one);
+    row("200 concurrent run([\"sleep\",\"1\"])", `one run: ${median(one).toFixed(0)} ms`,
+      `wall ${median(many).toFixed(0)} ms = ${ratio.toFixed(2)}x`, "<= 1.3x", ratio <= 1.3);
+  } finally {
+    await sbx.close();
+  }
+}
+
+async function timeoutPrecision() {
+  const sbx = await new Sandbox({ timeoutS: 0.2 }).open();
+  try {
+    const late = [];
+    for (let i = 0; i < 50; i++) {
+      const t0 = process.hrtime.bigint();
+      const r = await sbx.run(["sh", "-c", "trap '' TERM; while :; do :; done"]);
+      late.push(ms(t0) - 200);
+      assert.strictEqual(r.fault.type, "timeout");
+    }
+    const p99 = pct(late, 99);
+    row("timeout precision, SIGTERM-ignoring spinner, 50 runs", "its deadline (200 ms)",
+      `p50 ${median(late).toFixed(1)} ms, p99 ${p99.toFixed(1)} ms late`, "p99 <= 20 ms late",
+      p99 <= 20);
+  } finally {
+    await sbx.close();
+  }
+}
+
+async function flood() {
+  const cap = 64 * MiB;
+  const runs = [];
+  const cats = [];
+  let growth = 0;
+  for (let r = 0; r < Math.min(ROUNDS, 3); r++) {
+    loop.disable();
+    let t0 = process.hrtime.bigint();
+    execFileSync("sh", ["-c", "head -c 1073741824 /dev/zero | cat > /dev/null"]);
+    cats.push(ms(t0));
+    loop.enable();
+    const rss0 = process.memoryUsage().rss;
+    let peak = rss0;
+    const timer = setInterval(() => {
+      peak = Math.max(peak, process.memoryUsage().rss);
+    }, 5);
+    t0 = process.hrtime.bigint();
+    const res = await runCode("head -c 1073741824 /dev/zero",
+      { language: "bash", maxOutputBytes: cap, timeoutS: 120 });
+    runs.push(ms(t0));
+    clearInterval(timer);
+    peak = Math.max(peak, process.memoryUsage().rss);
+    growth = Math.max(growth, peak - rss0);
+    assert.strictEqual(res.stdout.length, cap);
+  }
+  const thr = median(cats) / median(runs);
+  row("1 GiB stdout flood, cap 64 MiB: throughput", `head | cat > /dev/null: ${median(cats).toFixed(0)} ms`,
+    `${median(runs).toFixed(0)} ms = ${thr.toFixed(2)}x the baseline's throughput`, ">= 0.9x",
+    thr >= 0.9);
+  row("1 GiB stdout flood, cap 64 MiB: RSS growth", "cap + 32 MiB = 96 MiB",
+    `${(growth / MiB).toFixed(1)} MiB`, "<= cap + 32 MiB", growth <= cap + 32 * MiB);
+}
+
+function makeTree(dir) {
+  // 10,000 files, 100 MiB: text that compresses about as well as source code.
+  const words = Array.from({ length: 512 }, () => crypto.randomBytes(6).toString("base64url"));
+  let seed = 1;
+  const rnd = () => (seed = (seed * 1103515245 + 12345) & 0x7fffffff);
+  const chunk = [];
+  while (chunk.join(" ").length < 2 * MiB) chunk.push(words[rnd() % words.length]);
+  const text = Buffer.from(chunk.join(" "));
+  for (let i = 0; i < 10000; i++) {
+    const d = path.join(dir, `d${i % 100}`);
+    if (i < 100) fs.mkdirSync(d, { recursive: true });
+    const off = rnd() % (text.length - 10486);
+    fs.writeFileSync(path.join(d, `f${i}.txt`), text.subarray(off, off + 10485));
+  }
+}
+
+async function snapshots() {
+  const src = h.tmpDir("bench-tree-");
+  makeTree(src);
+  const sbx = await new Sandbox({ workspace: src }).open();
+  const out = h.tmpDir("bench-out-");
+  try {
+    const ours = [];
+    const tars = [];
+    const oursX = [];
+    const tarsX = [];
+    loop.disable();
+    for (let r = 0; r < Math.min(ROUNDS, 3); r++) {
+      const tarFile = path.join(out, "tar.tgz");
+      let t0 = process.hrtime.bigint();
+      execFileSync("tar", ["-I", "gzip -1", "-C", src, "-cf", tarFile, "."]);
+      tars.push(ms(t0));
+      const snap = path.join(out, "ours.tgz");
+      t0 = process.hrtime.bigint();
+      sbx.snapshot(snap);
+      ours.push(ms(t0));
+
+      const dt = h.tmpDir("bench-xt-");
+      t0 = process.hrtime.bigint();
+      execFileSync("tar", ["-C", dt, "-xzf", snap]);
+      tarsX.push(ms(t0));
+      const dx = h.tmpDir("bench-xo-");
+      const s2 = await new Sandbox({ workspace: dx }).open();
+      t0 = process.hrtime.bigint();
+      s2.restore(snap);
+      oursX.push(ms(t0));
+      await s2.close();
+      fs.rmSync(dt, { recursive: true, force: true });
+      fs.rmSync(dx, { recursive: true, force: true });
+    }
+    loop.enable();
+    const rs = median(ours) / median(tars);
+    const rx = median(oursX) / median(tarsX);
+    row("snapshot, 10,000 files / 100 MiB", `tar -I 'gzip -1' -cf: ${median(tars).toFixed(0)} ms`,
+      `${median(ours).toFixed(0)} ms = ${rs.toFixed(2)}x`, "<= 1.0x", rs <= 1.0);
+    row("restore of that snapshot", `tar -xzf: ${median(tarsX).toFixed(0)} ms`,
+      `${median(oursX).toFixed(0)} ms = ${rx.toFixed(2)}x`, "<= 1.0x", rx <= 1.0);
+  } finally {
+    await sbx.close();
+    fs.rmSync(src, { recursive: true, force: true });
+  }
+}
+
+async function idleLoop() {
+  const idle = monitorEventLoopDelay({ resolution: 1 });
+  idle.enable();
+  await h.sleep(2000);
+  idle.disable();
+  return idle;
+}
+
+(async () => {
+  const started = Date.now();
+  console.error(`kern-sandbox bench against ${kernName}, ${os.cpus().length} CPUs, ` +
+    `Node ${process.version}${QUICK ? ", quick" : ""}`);
+  const idle = await idleLoop();
+  loop.enable();
+  await perCallOverhead();
+  await bigWorkspaceOverhead();
+  await concurrency();
+  await timeoutPrecision();
+  await flood();
+  await snapshots();
+  loop.disable();
+  const p99 = loop.percentile(99) / 1e6;
+  const max = loop.max / 1e6;
+  row("event-loop delay during the asynchronous figures",
+    `idle loop: p99 ${(idle.percentile(99) / 1e6).toFixed(1)} ms, max ${(idle.max / 1e6).toFixed(1)} ms`,
+    `p99 ${p99.toFixed(1)} ms, max ${max.toFixed(1)} ms`, "p99 <= 5 ms, max <= 20 ms",
+    p99 <= 5 && max <= 20);
+
+  const lines = [
+    `kern-sandbox bench, ${new Date().toISOString()}, against ${kernName}; ` +
+      `${os.cpus().length} x ${os.cpus()[0].model.trim()}, ${(os.totalmem() / 2 ** 30).toFixed(0)} GiB, ` +
+      `Linux ${os.release()}, Node ${process.version}; ${((Date.now() - started) / 1000).toFixed(0)} s`,
+    "",
+    "| figure | baseline (same run) | measured | target | met |",
+    "|---|---|---|---|---|",
+    ...rows.map((r) => `| ${r.figure} | ${r.baseline} | ${r.measured} | ${r.target} | ${r.met ? "yes" : "**no**"} |`),
+  ];
+  console.log(lines.join("\n"));
+  h.cleanup();
+})().catch((e) => {
+  console.error(e);
+  h.cleanup();
+  process.exitCode = 1;
+});
