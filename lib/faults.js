@@ -53,6 +53,8 @@ function classify(raw, ctx) {
 
   if (raw.timedOut)
     return fault("timeout", `the call ran past its ${ctx.timeoutS}s limit; the binding killed the box`);
+  if (raw.cancelled)
+    return fault("killed", "the box was killed because its Sandbox was closed while it ran");
   if (rc === EXIT_SIGSYS || raw.signal === SIGSYS)
     return fault("escape_blocked", "the seccomp filter blocked a system call (SIGSYS)");
   if (rc === EXIT_SIGKILL || raw.signal === SIGKILL) {

@@ -31,8 +31,10 @@ function checkRelPath(rel, { allowRoot = false, what = "path" } = {}) {
     if (Buffer.byteLength(p) > NAME_MAX)
       throw new SandboxError(`${what} has a component longer than ${NAME_MAX} bytes`);
   }
-  if (!allowRoot && rel.endsWith("/"))
-    throw new SandboxError(`${what} names a directory (trailing '/'), not a file: ${describe(rel)}`);
+  // "x/" and "x/." name the directory x, never a file x: folding the "."
+  // away would write or read x itself.
+  if (!allowRoot && (rel.endsWith("/") || parts[parts.length - 1] === "."))
+    throw new SandboxError(`${what} names a directory (trailing '/' or '/.'), not a file: ${describe(rel)}`);
   return norm;
 }
 

@@ -25,6 +25,7 @@ const RUNNERS = {
   node: { argv0: "node", evalFlag: "-e", ext: "js" }, // -e evaluates; -c only checks syntax
 };
 const PIP_INSTALL = "pip install ";
+let nextGroup = 1; // each open session is one group of boxes, killed together by close()
 
 class Sandbox {
   #o;
@@ -36,6 +37,8 @@ class Sandbox {
   #opening = null;
   #busy = 0; // workspace operations in flight; the root fd outlives them
   #kernEnv = null; // kern's environment, fixed when the session opens
+  #group = 0;
+  #inflight = new Set(); // promises of workspace operations and runs
   #closing = false;
 
   constructor(opts = {}) {
@@ -110,6 +113,7 @@ class Sandbox {
     }
     this.#ws = ws;
     this.#ownWs = own;
+    this.#group = nextGroup++;
     this.#kernEnv = kernEnv({ enforceLimits: this.#o.enforceLimits, startedFd: binding.STARTED_FD });
     this.#entered = true;
     this.#closing = false;
@@ -132,15 +136,17 @@ class Sandbox {
 
   async #teardown() {
     if (!this.#entered) return;
-    this.#entered = false;
-    this.#closing = true;
-    const rootfd = this.#rootfd;
-    const ws = this.#ws;
-    if (this.#ownWs && rootfd >= 0) {
+    this.#entered = false; // no new call from here on
+    // Boxes first (A24): nothing may still be writing in the workspace, or
+    // swapping its directories for symlinks, while it is deleted.
+    binding.cancelGroup(this.#group);
+    await Promise.allSettled([...this.#inflight]);
+    if (this.#ownWs && this.#rootfd >= 0) {
       // Beneath the held descriptor, never following a link a box planted.
-      await this.#withRoot(() => binding.wsRemoveTree(rootfd)).catch(() => {});
-      await fs.promises.rmdir(ws).catch(() => {});
+      await this.#withRoot((fd) => binding.wsRemoveTree(fd)).catch(() => {});
+      await fs.promises.rmdir(this.#ws).catch(() => {});
     }
+    this.#closing = true;
     this.#releaseRootIfIdle();
   }
 
@@ -153,9 +159,12 @@ class Sandbox {
   // it early would let the number be reused for an unrelated directory.
   async #withRoot(fn) {
     this.#busy++;
+    const p = (async () => fn(this.#rootfd))();
+    this.#inflight.add(p);
     try {
-      return await fn(this.#rootfd);
+      return await p;
     } finally {
+      this.#inflight.delete(p);
       this.#busy--;
       this.#releaseRootIfIdle();
     }
@@ -212,8 +221,10 @@ class Sandbox {
         // the box on its own thread, spawns, supervises and kills.
         raw = await binding.run(this.#kern, argv, this.#kernEnv, envFileContent(o.env),
           os.tmpdir(), [this.#kern, "stop", name], timeoutS * 1000, o.maxOutputBytes,
-          o.onStdout, o.onStderr, rootfd);
+          o.onStdout, o.onStderr, rootfd, this.#group);
       } catch (e) {
+        if (e.code === "ECANCELED")
+          throw new SandboxError("the Sandbox was closed before this call's box could start");
         throw sandboxErrorFromSystem(`could not run kern (${this.#kern})`, e);
       }
       const { stdout, stderr } = raw; // decoded by the engine, without a copy for ASCII

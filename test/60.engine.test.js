@@ -121,7 +121,7 @@ describe("engine", function () {
     this.timeout(20000);
     const marker = `orphan-${crypto.randomBytes(4).toString("hex")}`;
     const child = spawn(process.execPath,
-      [path.join(h.repo, "test/fixtures/scripts/parent-death.js"), h.repo, marker],
+      [path.join(h.repo, "test/fixtures/scripts/parent-death.js"), h.repo, marker, h.tmpDir("pd-")],
       { stdio: ["ignore", "pipe", "inherit"] });
     await new Promise((resolve) => child.stdout.once("data", resolve));
     // kern and the box both carry the marker in their argv: 4 boxes, 8 processes.

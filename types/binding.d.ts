@@ -11,6 +11,8 @@ export interface RawRunResult {
   statusKnown: boolean;
   /** Our own deadline fired and the engine killed kern and its group. */
   timedOut: boolean;
+  /** The box's session was closed (cancelGroup) and the engine killed it. */
+  cancelled: boolean;
   /** The first bytes (at most 4) kern wrote on KERN_STARTED_FD. */
   started: Buffer;
   /** How many bytes kern wrote there in all. */
@@ -61,7 +63,11 @@ export function run(
   onStdout: ((chunk: Buffer) => void) | null,
   onStderr: ((chunk: Buffer) => void) | null,
   scanRootfd: number,
+  group: number,
 ): Promise<RawRunResult>;
+
+/** Kills every box of a session's group, now and any that would still start. */
+export function cancelGroup(group: number): void;
 
 /** Boxes currently supervised in this environment. */
 export function liveBoxes(): number;

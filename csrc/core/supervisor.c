@@ -107,6 +107,9 @@ struct ks_sup {
   struct ks_box *pending_head; /* guarded by lock */
   struct ks_box *pending_tail; /* guarded by lock */
   bool stopping;               /* guarded by lock */
+  uint64_t *cancelled;         /* cancelled groups, guarded by lock */
+  size_t ncancelled;           /* guarded by lock */
+  size_t cancelled_cap;        /* guarded by lock */
   _Atomic size_t live_count;
   struct ks_box *live;
   struct ks__aux *aux;
@@ -288,6 +291,7 @@ static void ks__run_stop(struct ks_sup *sup, struct ks_box *box) {
 
 static void ks__queue_spawn(struct ks_sup *sup, struct ks_box *box);
 static void ks__wake(struct ks_sup *sup);
+static bool ks__group_cancelled(struct ks_sup *sup, uint64_t group);
 
 static void ks__scan_job(struct ks_sup *sup, struct ks_box *box) {
   struct ks_err err;
@@ -402,6 +406,11 @@ static void ks__spawn_box(struct ks_sup *sup, struct ks_box *box) {
   int r = 0;
 
   ks_err_clear(&err);
+  if (ks__group_cancelled(sup, box->req.group)) {
+    ks_err_set(&err, ECANCELED, "spawn", NULL);
+    ks__report_spawn_failure(sup, box, &err);
+    return;
+  }
   for (i = 0; i < KS__BOX_PIPES; i++)
     pipes[i][0] = pipes[i][1] = -1;
   for (i = 0; i < KS__BOX_PIPES && r == 0; i++)
@@ -556,9 +565,24 @@ static void ks__on_kern_exit(struct ks_sup *sup, struct ks_box *box, uint64_t no
   ks_proc_close(&box->proc);
 }
 
-static void ks__kill_on_deadline(struct ks_sup *sup, struct ks_box *box, uint64_t now) {
+static bool ks__group_cancelled(struct ks_sup *sup, uint64_t group) {
+  bool found = false;
+  if (group == 0)
+    return false;
+  pthread_mutex_lock(&sup->lock);
+  for (size_t i = 0; i < sup->ncancelled && !found; i++)
+    found = sup->cancelled[i] == group;
+  pthread_mutex_unlock(&sup->lock);
+  return found;
+}
+
+/* Our deadline fired, or the box's session was closed: kern goes now. */
+static void ks__kill_box(struct ks_sup *sup, struct ks_box *box, uint64_t now, bool timeout) {
   box->killed = true;
-  box->res.timed_out = true;
+  if (timeout)
+    box->res.timed_out = true;
+  else
+    box->res.cancelled = true;
   box->kill_deadline_ns = now + KS__KILL_GRACE_NS;
   /* Group first, while kern (unreaped) still pins the group id. kern's
    * die-with-parent chain takes the box down with it. */
@@ -595,11 +619,18 @@ static bool ks__box_quiet(const struct ks_box *box) {
 static void ks__sweep(struct ks_sup *sup, uint64_t now) {
   struct ks_box *box = sup->live;
   struct ks__aux *a = sup->aux;
+  bool cancels;
+
+  pthread_mutex_lock(&sup->lock);
+  cancels = sup->ncancelled > 0;
+  pthread_mutex_unlock(&sup->lock);
 
   while (box != NULL) {
     struct ks_box *next = box->next;
     if (!box->exited && !box->killed && now >= box->deadline_ns)
-      ks__kill_on_deadline(sup, box, now);
+      ks__kill_box(sup, box, now, true);
+    else if (!box->exited && !box->killed && cancels && ks__group_cancelled(sup, box->req.group))
+      ks__kill_box(sup, box, now, false);
     else if (!box->exited && box->killed && now >= box->kill_deadline_ns)
       ks__abandon_kern(sup, box, now);
     if (box->exited && (ks__box_quiet(box) || now >= box->drain_deadline_ns))
@@ -876,7 +907,26 @@ void ks_sup_shutdown(struct ks_sup *sup) {
   pthread_mutex_destroy(&sup->lock);
   pthread_mutex_destroy(&sc->lock);
   pthread_cond_destroy(&sc->cond);
+  free(sup->cancelled);
   free(sup);
+}
+
+int ks_sup_cancel_group(struct ks_sup *sup, uint64_t group) {
+  pthread_mutex_lock(&sup->lock);
+  if (sup->ncancelled == sup->cancelled_cap) {
+    size_t cap = sup->cancelled_cap ? sup->cancelled_cap * 2 : 16;
+    uint64_t *p = realloc(sup->cancelled, cap * sizeof *p);
+    if (p == NULL) {
+      pthread_mutex_unlock(&sup->lock);
+      return -ENOMEM;
+    }
+    sup->cancelled = p;
+    sup->cancelled_cap = cap;
+  }
+  sup->cancelled[sup->ncancelled++] = group;
+  pthread_mutex_unlock(&sup->lock);
+  ks__wake(sup);
+  return 0;
 }
 
 size_t ks_sup_live_boxes(struct ks_sup *sup) { return atomic_load(&sup->live_count); }

@@ -39,6 +39,7 @@ struct ks_box_request {
   size_t cap;       /* bytes kept of each stream */
   bool stream[2];   /* report chunks of this stream through on_output */
   int scan_rootfd;  /* workspace to scan before and after the box, or -1; owned */
+  uint64_t group;   /* the session it belongs to, for ks_sup_cancel_group; 0: none */
 };
 
 /* What happened. Filled by the supervisor, read after on_done. */
@@ -48,6 +49,7 @@ struct ks_box_result {
   bool status_known;           /* false if a foreign reaper took the status */
   int wait_status;             /* a wait(2) status, valid if status_known */
   bool timed_out;              /* our deadline fired and we killed kern */
+  bool cancelled;              /* its group was cancelled and we killed kern */
   unsigned char started[4];    /* the first bytes kern wrote on its started fd */
   size_t nstarted;             /* how many it wrote in all */
   struct ks_outbuf out[2];
@@ -91,6 +93,11 @@ int ks_sup_start(const struct ks_sup_hooks *hooks, void *ctx, struct ks_sup **re
  * blocks on a running box. Returns 0, or -ECANCELED after shutdown began
  * (the box is then still the caller's). */
 int ks_sup_submit(struct ks_sup *sup, struct ks_box *box);
+
+/* Kills every box of a group (a session being closed), now and as they come:
+ * a box of the group that has not started yet is reported as ECANCELED.
+ * Thread-safe; never blocks on a box. Returns 0 or -ENOMEM. */
+int ks_sup_cancel_group(struct ks_sup *sup, uint64_t group);
 
 /* Kills every live box and helper, reaps them, reports each box through
  * on_done, joins the thread and frees the supervisor. */

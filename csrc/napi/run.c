@@ -205,6 +205,7 @@ static napi_value ks__result_object(napi_env env, struct ks__run *run, struct ks
   if (!ks_napi_set(env, obj, "exitCode", exit_code) || !ks_napi_set(env, obj, "signal", signal) ||
       !ks_napi_set(env, obj, "statusKnown", ks__bool(env, res->status_known)) ||
       !ks_napi_set(env, obj, "timedOut", ks__bool(env, res->timed_out)) ||
+      !ks_napi_set(env, obj, "cancelled", ks__bool(env, res->cancelled)) ||
       !ks_napi_set(env, obj, "started", started) ||
       !ks_napi_set(env, obj, "startedCount", ks__number(env, (double) res->nstarted)) ||
       !ks_napi_set(env, obj, "stdoutDiscarded",
@@ -359,7 +360,7 @@ static int ks__ensure_supervisor(napi_env env, struct ks_addon *addon, struct ks
 }
 
 /* ---- run(path, argv, envp, envData, tmpdir, stopArgv, timeoutMs, cap,
- *          onStdout, onStderr, scanRootfd) -> Promise<RawRunResult> -------- */
+ *          onStdout, onStderr, scanRootfd, group) -> Promise<RawRunResult> - */
 
 static bool ks__is_function(napi_env env, napi_value v) {
   napi_valuetype t;
@@ -447,12 +448,24 @@ static bool ks__get_request(napi_env env, napi_value *argv, struct ks_box_reques
       }
     }
   }
+  {
+    double group = 0;
+    if (napi_get_value_double(env, argv[11], &group) != napi_ok) {
+      ks_napi_throw_last(env);
+      return false;
+    }
+    if (!(group >= 0 && group <= 9007199254740991.0)) {
+      napi_throw_range_error(env, "ERR_OUT_OF_RANGE", "kern-sandbox: group out of range");
+      return false;
+    }
+    req->group = (uint64_t) group;
+  }
   return true;
 }
 
 static napi_value ks__run(napi_env env, napi_callback_info info) {
-  size_t argc = 11;
-  napi_value argv[11];
+  size_t argc = 12;
+  napi_value argv[12];
   struct ks_addon *addon;
   struct ks_box_request req;
   struct ks__run *run = NULL;
@@ -462,8 +475,8 @@ static napi_value ks__run(napi_env env, napi_callback_info info) {
 
   KS_NAPI_CALL(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
   KS_NAPI_CALL(env, napi_get_instance_data(env, (void **) &addon));
-  if (argc != 11) {
-    napi_throw_type_error(env, "ERR_INVALID_ARG_TYPE", "run() takes 11 arguments");
+  if (argc != 12) {
+    napi_throw_type_error(env, "ERR_INVALID_ARG_TYPE", "run() takes 12 arguments");
     return NULL;
   }
   if (!ks__get_request(env, argv, &req))
@@ -523,10 +536,32 @@ static napi_value ks__live_boxes(napi_env env, napi_callback_info info) {
   return out;
 }
 
+/* cancelGroup(group): kills every box of a closing session. */
+static napi_value ks__cancel_group(napi_env env, napi_callback_info info) {
+  struct ks_addon *addon;
+  size_t argc = 1;
+  napi_value argv[1];
+  double group;
+
+  KS_NAPI_CALL(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  KS_NAPI_CALL(env, napi_get_instance_data(env, (void **) &addon));
+  if (argc != 1 || napi_get_value_double(env, argv[0], &group) != napi_ok || !(group > 0)) {
+    napi_throw_type_error(env, "ERR_INVALID_ARG_TYPE", "cancelGroup(group) takes a number > 0");
+    return NULL;
+  }
+  if (addon->sup != NULL && ks_sup_cancel_group(addon->sup, (uint64_t) group) < 0)
+    napi_throw_error(env, "ENOMEM", "kern-sandbox: out of memory");
+  return NULL;
+}
+
 bool ks_napi_init_run(napi_env env, napi_value exports) {
   napi_value fn;
   napi_value v;
 
+  if (napi_create_function(env, "cancelGroup", NAPI_AUTO_LENGTH, ks__cancel_group, NULL, &fn) !=
+          napi_ok ||
+      !ks_napi_set(env, exports, "cancelGroup", fn))
+    return false;
   if (napi_create_function(env, "run", NAPI_AUTO_LENGTH, ks__run, NULL, &fn) != napi_ok ||
       !ks_napi_set(env, exports, "run", fn))
     return false;

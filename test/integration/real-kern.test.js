@@ -134,7 +134,7 @@ describe("integration: a real kern", function () {
   it("C9: SIGKILL of Node leaves no kern or box process 2 s later", async function () {
     const marker = `orphan-${crypto.randomBytes(4).toString("hex")}`;
     const child = spawn(process.execPath,
-      [path.join(h.repo, "test/fixtures/scripts/parent-death.js"), h.repo, marker],
+      [path.join(h.repo, "test/fixtures/scripts/parent-death.js"), h.repo, marker, h.tmpDir("pd-")],
       { stdio: ["ignore", "pipe", "inherit"], env: { ...process.env, KERN_BIN: realKern } });
     await new Promise((resolve) => child.stdout.once("data", resolve));
     const ps = () => execFileSync("ps", ["-eo", "pid,args"], { encoding: "utf8" }).split("\n")
