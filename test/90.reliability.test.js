@@ -1,0 +1,123 @@
+"use strict";
+
+// Reliability under load, faults of the host and lifetimes (C9, C10, C11,
+// C12, C16, C20, C21).
+const assert = require("assert");
+const crypto = require("crypto");
+const path = require("path");
+const { spawn, execFileSync } = require("child_process");
+const { withSandbox, runCode } = require("..");
+const binding = require("../lib/binding");
+const h = require("./lib/harness");
+
+describe("reliability", function () {
+  it("C11: 300 concurrent runs on one session, each gets its own token back", async function () {
+    this.timeout(60000);
+    await withSandbox({ timeoutS: 30 }, async (sbx) => {
+      const tokens = Array.from({ length: 300 }, () => crypto.randomBytes(8).toString("hex"));
+      const results = await Promise.all(tokens.map((t) =>
+        sbx.run(["sh", "-c", `echo ${t}; sleep 0.5`])));
+      const crossTalk = results.filter((r, i) => r.stdout !== `${tokens[i]}\n`).length;
+      assert.strictEqual(crossTalk, 0);
+      assert.ok(results.every((r) => r.success));
+    });
+    assert.ok(await h.waitFor(() => binding.liveBoxes() === 0));
+  });
+
+  it("C11: 300 concurrent runs across 30 sessions, mixed floods and timeouts", async function () {
+    this.timeout(60000);
+    const jobs = [];
+    for (let s = 0; s < 30; s++) {
+      jobs.push(withSandbox({ timeoutS: 1, maxOutputBytes: 4096 }, async (sbx) => {
+        const rs = await Promise.all(Array.from({ length: 10 }, (_, i) => {
+          if (i % 3 === 0) return sbx.run(["sh", "-c", "head -c 1000000 /dev/zero"]);
+          if (i % 3 === 1) return sbx.run(["sh", "-c", "trap '' TERM; sleep 30"]);
+          return sbx.run(["echo", `s${s}i${i}`]);
+        }));
+        return rs.map((r, i) => (i % 3 === 0 ? r.truncated && r.stdout.length === 4096
+          : i % 3 === 1 ? r.fault && r.fault.type === "timeout" : r.stdout === `s${s}i${i}\n`));
+      }));
+    }
+    const all = (await Promise.all(jobs)).flat();
+    assert.strictEqual(all.length, 300);
+    assert.strictEqual(all.filter((ok) => !ok).length, 0);
+  });
+
+  it("C12: under a low descriptor limit, runs succeed or fail with EMFILE, then recover", async function () {
+    this.timeout(60000);
+    let out;
+    try {
+      out = execFileSync("prlimit", ["--nofile=64:64", process.execPath,
+        path.join(h.repo, "test/fixtures/scripts/emfile.js"), h.repo],
+      { encoding: "utf8", env: process.env, timeout: 50000 });
+    } catch (e) {
+      if (e.code === "ENOENT") return h.skip(this, "prlimit is not installed");
+      throw e;
+    }
+    const r = JSON.parse(out);
+    assert.deepStrictEqual(r.other, []);
+    assert.strictEqual(r.ok + r.emfile, 100);
+    assert.ok(r.emfile > 0, `positive control: the limit really bit (${r.ok} ok)`);
+    assert.ok(r.recovered);
+  });
+
+  it("C9/C10: terminating the Worker that owns a box kills the box", async function () {
+    this.timeout(20000);
+    const marker = `worker-${crypto.randomBytes(4).toString("hex")}`;
+    const child = spawn(process.execPath,
+      [path.join(h.repo, "test/fixtures/scripts/worker-box.js"), h.repo, marker],
+      { stdio: ["ignore", "pipe", "inherit"] });
+    let out = "";
+    const terminated = new Promise((resolve) => child.stdout.on("data", (d) => {
+      out += d;
+      if (out.includes("terminated")) resolve();
+    }));
+    assert.ok(await h.waitFor(() => h.processesWith(marker, [child.pid]).length >= 2, 5000),
+      "positive control: the Worker's box runs");
+    await terminated;
+    const gone = await h.waitFor(() => h.processesWith(marker, [child.pid]).length === 0, 1000);
+    const left = h.processesWith(marker, [child.pid]);
+    await new Promise((resolve) => child.on("exit", resolve));
+    assert.ok(gone, `left after worker.terminate(): ${left}`);
+  });
+
+  it("C16: a Sandbox dropped mid-run still completes its run, no crash after GC", async function () {
+    this.timeout(20000);
+    const code = `
+      const { Sandbox } = require(${JSON.stringify(h.repo)});
+      (async () => {
+        let p;
+        { const s = new Sandbox({ timeoutS: 2 }); await s.open(); p = s.run(["sh", "-c", "sleep 0.3; echo done"]); }
+        for (let i = 0; i < 5; i++) { global.gc(); await new Promise((r) => setTimeout(r, 50)); }
+        const r = await p;
+        global.gc();
+        console.log(r.stdout.trim());
+      })();`;
+    const out = execFileSync(process.execPath, ["--expose-gc", "-e", code], { encoding: "utf8" });
+    assert.strictEqual(out, "done\n");
+  });
+
+  it("C20: no handle or timer of ours stays active after calls", async function () {
+    const kinds = () => process.getActiveResourcesInfo().filter((k) => k !== "TTYWrap");
+    await runCode("print(1)");
+    const base = kinds();
+    await withSandbox(async (sbx) => {
+      await sbx.run(["true"]);
+      await sbx.run(["sh", "-c", "trap '' TERM; sleep 0.5"]);
+    });
+    await runCode("while True: pass", { timeoutS: 0.2 });
+    assert.deepStrictEqual(kinds().sort(), base.sort());
+  });
+
+  it("C21: a SIGSTOPped kern is still killed at the deadline", async function () {
+    const marker = `stopped-${crypto.randomBytes(4).toString("hex")}`;
+    const p = runCode(`sleep 30 # ${marker}`, { language: "bash", timeoutS: 1 });
+    assert.ok(await h.waitFor(() => h.processesWith(marker).length > 0, 2000));
+    for (const pid of h.processes().filter((q) => q.exe === h.fakeKern() && q.argv.includes(marker)))
+      process.kill(pid.pid, "SIGSTOP");
+    const r = await p;
+    assert.strictEqual(r.fault && r.fault.type, "timeout");
+    assert.ok(r.durationMs < 1500, `durationMs ${r.durationMs}`);
+    assert.ok(await h.waitFor(() => h.processesWith(marker).length === 0, 2000));
+  });
+});
