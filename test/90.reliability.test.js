@@ -121,3 +121,28 @@ describe("reliability", function () {
     assert.ok(await h.waitFor(() => h.processesWith(marker).length === 0, 2000));
   });
 });
+
+describe("reliability: the host process ends while boxes run (C9)", function () {
+  const endings = [
+    ["process.exit()", "setTimeout(() => process.exit(0), 400);"],
+    ["an uncaught exception", "setTimeout(() => { throw new Error('boom'); }, 400);"],
+    ["SIGTERM", "setTimeout(() => process.kill(process.pid, 'SIGTERM'), 400);"],
+  ];
+  for (const [what, ending] of endings) {
+    it(`C9: after ${what}, no kern or box process remains 1 s later`, async function () {
+      this.timeout(20000);
+      const marker = `end-${crypto.randomBytes(4).toString("hex")}`;
+      const code = `
+        const { withSandbox } = require(${JSON.stringify(h.repo)});
+        withSandbox({ timeoutS: 60 }, (sbx) => Promise.all([1, 2].map(() =>
+          sbx.run(["sh", "-c", "while :; do sleep 0.1; done", ${JSON.stringify(marker)}]))));
+        ${ending}`;
+      const child = spawn(process.execPath, ["-e", code], { stdio: "ignore" });
+      assert.ok(await h.waitFor(() => h.processesWith(marker, [child.pid]).length >= 4, 5000),
+        "positive control: the boxes run");
+      await new Promise((resolve) => child.on("exit", resolve));
+      const gone = await h.waitFor(() => h.processesWith(marker).length === 0, 1000);
+      assert.ok(gone, `left: ${h.processesWith(marker)}`);
+    });
+  }
+});
