@@ -37,6 +37,16 @@ function snapshot(rootfd, ws, dest) {
   try {
     binding.wsSnapshot(rootfd, dir, path.basename(abs));
   } catch (e) {
+    if (e.syscall === "snapshot" && (e.code === "ENAMETOOLONG" || e.code === "EINVAL")) {
+      const why = e.code === "ENAMETOOLONG"
+        ? "its path is longer than a USTAR archive can hold (255 bytes)"
+        : "its name contains '\\' or starts with a drive prefix like 'C:', which restore refuses";
+      const err = new SandboxError(
+        `snapshot refused, nothing written: workspace file ${JSON.stringify(e.path)}: ${why}; ` +
+          "rename or remove it", { cause: e });
+      for (const key of ["code", "errno", "syscall", "path"]) err[key] = e[key];
+      throw err;
+    }
     if (e instanceof SandboxError) throw e;
     throw sandboxErrorFromSystem(`snapshot to ${JSON.stringify(dest)} failed`, e);
   }

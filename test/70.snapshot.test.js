@@ -169,6 +169,31 @@ describe("snapshot and restore", function () {
     });
   });
 
+  it("refuses, naming the file, paths over 255 bytes and names restore would refuse (F5)", async function () {
+    const dest = path.join(out, "s.tgz");
+    const long = `${"d".repeat(200)}/${"f".repeat(60)}.txt`;
+    await sbx.writeFile(long, "x");
+    assert.throws(() => sbx.snapshot(dest), (e) => e instanceof SandboxError &&
+      e.code === "ENAMETOOLONG" && /longer than a USTAR/.test(e.message) && e.path === long);
+    await sbx.run(["rm", "-r", "d".repeat(200)]);
+    await sbx.writeFile("back\\slash", "x");
+    assert.throws(() => sbx.snapshot(dest), (e) => e.code === "EINVAL" && /restore refuses/.test(e.message));
+    assert.ok(!fs.existsSync(dest), "no partial archive");
+    await sbx.run(["rm", "back\\slash"]);
+    sbx.snapshot(dest); // positive control: the same workspace without them
+    assert.ok(fs.existsSync(dest));
+  });
+
+  it("A9: an archive cut at a gzip member boundary (no end marker) is refused", function () {
+    const arc = path.join(out, "cut.tgz");
+    execFileSync("python3", ["-c",
+      "import gzip,tarfile,io,sys\nb=io.BytesIO()\nt=tarfile.open(fileobj=b,mode='w',format=tarfile.USTAR_FORMAT)\n" +
+      "i=tarfile.TarInfo('ok.txt'); i.size=2; t.addfile(i, io.BytesIO(b'hi'))\n" +
+      "raw=b.getvalue()[:1024]\nopen(sys.argv[1],'wb').write(gzip.compress(raw))", arc]);
+    assert.throws(() => sbx.restore(arc), /no end-of-archive marker/);
+    assert.ok(!fs.existsSync(path.join(ws, "ok.txt")));
+  });
+
   it("A14: refuses a snapshot destination inside the workspace", function () {
     assert.throws(() => sbx.snapshot(path.join(ws, "self.tgz")), /inside the workspace/);
   });

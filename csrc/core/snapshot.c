@@ -103,6 +103,20 @@ static int ks__archive_file(struct ks__gzout *g, int rootfd, const char *path, c
     return ks_err_set(err, errno, "fstat", path);
   if (!S_ISREG(st.st_mode))
     return 0;
+  {
+    /* A name restore would refuse ('\\', a drive prefix) must fail the
+     * snapshot loudly: archiving it would make the checkpoint unrestorable. */
+    char vetted[KS_TAR_PATH_MAX + 1];
+    enum ks_tar_refusal why = KS_TAR_NAME_TOO_LONG;
+    if (strlen(path) <= KS_TAR_PATH_MAX) {
+      memcpy(vetted, path, strlen(path) + 1);
+      why = ks_tar_vet_path(vetted);
+    }
+    if (why == KS_TAR_NAME_TOO_LONG)
+      return ks_err_set(err, ENAMETOOLONG, "snapshot", path);
+    if (why != KS_TAR_OK)
+      return ks_err_set(err, EINVAL, "snapshot", path);
+  }
   r = ks_tar_encode(header, path, KS_TAR_FILE, (uint64_t) st.st_size);
   if (r < 0)
     return ks_err_set(err, -r, "snapshot", path);
@@ -126,7 +140,8 @@ static int ks__archive_file(struct ks__gzout *g, int rootfd, const char *path, c
                       err);
 }
 
-int ks_snapshot_write(int rootfd, int outfd, struct ks_err *err) {
+int ks_snapshot_write(int rootfd, int outfd, char *errpath, size_t errpath_size,
+                      struct ks_err *err) {
   struct ks_ws_walk w;
   struct ks__gzout *g = NULL;
   size_t *order = NULL;
@@ -167,6 +182,16 @@ int ks_snapshot_write(int rootfd, int outfd, struct ks_err *err) {
   (void) deflateEnd(&g->zs);
 
 out:
+  /* err->path may point into the walk's arena, which is freed below. */
+  if (r < 0 && err->path != NULL && w.arena != NULL && err->path >= w.arena &&
+      err->path < w.arena + w.arena_cap) {
+    if (errpath != NULL && errpath_size > 0) {
+      snprintf(errpath, errpath_size, "%s", err->path);
+      err->path = errpath;
+    } else {
+      err->path = NULL;
+    }
+  }
   free(buf);
   free(g);
   free(order);
@@ -174,7 +199,8 @@ out:
   return r;
 }
 
-int ks_snapshot_to(int rootfd, int dirfd, const char *name, struct ks_err *err) {
+int ks_snapshot_to(int rootfd, int dirfd, const char *name, char *errpath,
+                   size_t errpath_size, struct ks_err *err) {
   char tmp[64];
   int fd;
   int r;
@@ -183,7 +209,7 @@ int ks_snapshot_to(int rootfd, int dirfd, const char *name, struct ks_err *err) 
   fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
   if (fd < 0)
     return ks_err_set(err, errno, "openat", name);
-  r = ks_snapshot_write(rootfd, fd, err);
+  r = ks_snapshot_write(rootfd, fd, errpath, errpath_size, err);
   if (close(fd) < 0 && r == 0)
     r = ks_err_set(err, errno, "close", name);
   /* rename replaces a symlink planted at name; it never writes through it. */
@@ -426,9 +452,12 @@ static int ks__inflate_all(struct ks__restore *R, int infd, struct ks_err *err) 
       break;
     }
     if (ret == Z_NEED_DICT || ret == Z_DATA_ERROR) {
+      /* total_out counts what this call inflated too: a small stream can
+       * produce all its data and fail its CRC check in one call. */
       r = ks__refuse(R, EINVAL,
-                     any_input && inflated > 0 ? "the gzip stream is corrupt or has trailing data"
-                                               : "the file is not a gzip stream",
+                     any_input && (inflated > 0 || zs.total_out > 0)
+                         ? "the gzip stream is corrupt or has trailing data"
+                         : "the file is not a gzip stream",
                      NULL, err);
       break;
     }
@@ -452,8 +481,12 @@ static int ks__inflate_all(struct ks__restore *R, int infd, struct ks_err *err) 
     }
   }
   (void) inflateEnd(&zs);
-  if (r == 0 && !(R->state == KS__END || (R->state == KS__HEADER && R->header_have == 0)))
-    r = ks__refuse(R, EINVAL, "the tar archive is truncated", NULL, err);
+  /* No end-of-archive marker: the archive was cut (perhaps right at a gzip
+   * member boundary). Every writer, ours included, emits one; restoring the
+   * part that came through would be a partial success. */
+  if (r == 0 && R->state != KS__END)
+    r = ks__refuse(R, EINVAL, "the tar archive is truncated (no end-of-archive marker)", NULL,
+                   err);
 out_free:
   free(in);
   free(out);

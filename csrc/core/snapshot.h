@@ -33,11 +33,15 @@ struct ks_restore_report {
  *   -EFBIG         a file of 8 GiB or more
  *   -EIO           a file shrank while it was being archived
  *   -ENOSPC ...    writing outfd failed */
-int ks_snapshot_write(int rootfd, int outfd, struct ks_err *err);
+int ks_snapshot_write(int rootfd, int outfd, char *errpath, size_t errpath_size,
+                      struct ks_err *err);
 
 /* Writes the snapshot to dirfd/name through a temp file renamed into place,
- * so no partial archive is ever left at name. */
-int ks_snapshot_to(int rootfd, int dirfd, const char *name, struct ks_err *err);
+ * so no partial archive is ever left at name. A failing member's path is
+ * copied into errpath (the walk that held it is gone by the time the caller
+ * reads err->path, which then points at errpath). */
+int ks_snapshot_to(int rootfd, int dirfd, const char *name, char *errpath,
+                   size_t errpath_size, struct ks_err *err);
 
 /* Restores the archive read from infd into the workspace.
  * Returns 0, or a negative errno:

@@ -67,6 +67,11 @@ static size_t ks__field_len(const unsigned char *f, size_t cap) {
   return nul != NULL ? (size_t) ((const unsigned char *) nul - f) : cap;
 }
 
+static bool ks__is_drive_prefix(const char *p, size_t len) {
+  return len >= 2 && ((p[0] >= 'A' && p[0] <= 'Z') || (p[0] >= 'a' && p[0] <= 'z')) &&
+         p[1] == ':';
+}
+
 enum ks_tar_refusal ks_tar_vet_path(char *path) {
   char out[KS_TAR_PATH_MAX + 1];
   size_t olen = 0;
@@ -76,9 +81,6 @@ enum ks_tar_refusal ks_tar_vet_path(char *path) {
     return KS_TAR_ABSOLUTE;
   if (strchr(path, '\\') != NULL)
     return KS_TAR_BACKSLASH;
-  if (((path[0] >= 'A' && path[0] <= 'Z') || (path[0] >= 'a' && path[0] <= 'z')) &&
-      path[1] == ':')
-    return KS_TAR_BACKSLASH; /* a drive prefix, "C:x" or "C:../x" */
 
   while (*p != '\0') {
     const char *end = strchr(p, '/');
@@ -89,8 +91,18 @@ enum ks_tar_refusal ks_tar_vet_path(char *path) {
     if (clen > KS_WS_NAME_MAX)
       return KS_TAR_NAME_TOO_LONG;
     if (clen > 0 && !(clen == 1 && p[0] == '.')) {
-      if (olen == 0 && strncmp(p, KS_WS_PRIVATE_PREFIX, strlen(KS_WS_PRIVATE_PREFIX)) == 0)
-        return KS_TAR_PRIVATE_NAME;
+      if (olen == 0) {
+        /* On the first kept component, so "./C:x" and ".//C:x" are caught
+         * too: "C:x" or "C:../x" is drive-relative once on Windows/WSL. */
+        if (ks__is_drive_prefix(p, clen))
+          return KS_TAR_BACKSLASH;
+        if (strncmp(p, KS_WS_PRIVATE_PREFIX, strlen(KS_WS_PRIVATE_PREFIX)) == 0)
+          return KS_TAR_PRIVATE_NAME;
+      }
+      /* The caller's buffer may hold more than a USTAR path can: bound the
+       * normalised result, never write past it. */
+      if (olen + (olen > 0) + clen > KS_TAR_PATH_MAX)
+        return KS_TAR_NAME_TOO_LONG;
       if (olen > 0)
         out[olen++] = '/';
       memcpy(out + olen, p, clen);
@@ -196,7 +208,7 @@ const char *ks_tar_refusal_message(enum ks_tar_refusal r) {
   case KS_TAR_ABSOLUTE: return "a member has an absolute path";
   case KS_TAR_DOTDOT: return "a member path contains '..'";
   case KS_TAR_BACKSLASH: return "a member path contains '\\' or a drive prefix";
-  case KS_TAR_NAME_TOO_LONG: return "a member path has a component over 255 bytes";
+  case KS_TAR_NAME_TOO_LONG: return "a member path is too long (a component over 255 bytes, or over 256 in all)";
   case KS_TAR_PRIVATE_NAME: return "a member uses a name reserved for kern-sandbox (.ks-)";
   }
   return "the archive is malformed";

@@ -40,7 +40,7 @@ enum ks_tar_refusal {
   KS_TAR_ABSOLUTE,
   KS_TAR_DOTDOT,
   KS_TAR_BACKSLASH,       /* '\' or a drive prefix: unsafe once on Windows */
-  KS_TAR_NAME_TOO_LONG,   /* a component over 255 bytes */
+  KS_TAR_NAME_TOO_LONG,   /* a component over 255 bytes, or over 256 in all */
   KS_TAR_PRIVATE_NAME,    /* a name reserved for the binding (".ks-...") */
 };
 
@@ -59,8 +59,9 @@ bool ks_tar_block_is_zero(const unsigned char *block);
 enum ks_tar_refusal ks_tar_decode(const unsigned char *block, struct ks_tar_member *m);
 
 /* Vets and normalises a member path in place (also used on its own by the
- * fuzzer): relative, no "..", no '\\', no drive prefix, components <= 255
- * bytes, not private to the binding. */
+ * fuzzer and by the snapshot writer): relative, no "..", no '\\', no drive
+ * prefix on the first component, components <= 255 bytes, at most
+ * KS_TAR_PATH_MAX bytes once normalised, not private to the binding. */
 enum ks_tar_refusal ks_tar_vet_path(char *path);
 
 /* A human sentence for a refusal ("symlink members are not allowed"). */

@@ -38,6 +38,7 @@ static bool ks__int(napi_env env, napi_value v, int *ret) {
 static napi_value ks__ws_snapshot(napi_env env, napi_callback_info info) {
   napi_value argv[3];
   struct ks_err err;
+  char errpath[4096];
   char *dir = NULL;
   char *name = NULL;
   int rootfd;
@@ -57,7 +58,7 @@ static napi_value ks__ws_snapshot(napi_env env, napi_callback_info info) {
     napi_throw(env, ks_napi_system_error(env, &err));
     goto out;
   }
-  r = ks_snapshot_to(rootfd, dirfd, name, &err);
+  r = ks_snapshot_to(rootfd, dirfd, name, errpath, sizeof errpath, &err);
   if (r < 0)
     napi_throw(env, ks_napi_system_error(env, &err));
 out:
