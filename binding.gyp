@@ -12,12 +12,15 @@
         "csrc/core/tar.c",
         "csrc/core/wsfs.c",
         "csrc/core/wsscan.c",
+        "csrc/core/wstrack.c",
+        "csrc/core/wswatch.c",
         "csrc/napi/binding.c",
         "csrc/napi/errnames.c",
         "csrc/napi/fs.c",
         "csrc/napi/pack.c",
         "csrc/napi/run.c",
-        "csrc/napi/util.c"
+        "csrc/napi/util.c",
+        "csrc/napi/watch.c"
       ],
       "defines": ["NAPI_VERSION=8"],
       "#zlib": "zlib comes from Node itself: node-gyp puts Node's zlib.h first on the include path and the node binary exports its symbols, so the addon needs no zlib1g-dev and uses the exact zlib Node runs (test/70.snapshot pins the version).",

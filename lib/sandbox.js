@@ -38,6 +38,7 @@ class Sandbox {
   #busy = 0; // workspace operations in flight; the root fd outlives them
   #kernEnv = null; // kern's environment, fixed when the session opens
   #group = 0;
+  #watch = null; // the engine's view of the workspace, for result.files
   #inflight = new Set(); // promises of workspace operations and runs
   #closing = false;
 
@@ -107,6 +108,7 @@ class Sandbox {
         throw new SandboxError(`the kern binary ${JSON.stringify(this.#kern)} lies inside the ` +
           "workspace, where a box could replace it");
       this.#rootfd = binding.wsOpen(ws);
+      this.#watch = binding.wsWatch(this.#rootfd);
     } catch (e) {
       if (own) await fs.promises.rmdir(ws).catch(() => {});
       throw e;
@@ -141,6 +143,9 @@ class Sandbox {
     // swapping its directories for symlinks, while it is deleted.
     binding.cancelGroup(this.#group);
     await Promise.allSettled([...this.#inflight]);
+    // Its inotify instance and watches go before the tree does.
+    if (this.#watch !== null) binding.wsWatchClose(this.#watch);
+    this.#watch = null;
     if (this.#ownWs && this.#rootfd >= 0) {
       // Beneath the held descriptor, never following a link a box planted.
       await this.#withRoot((fd) => binding.wsRemoveTree(fd)).catch(() => {});
@@ -221,7 +226,7 @@ class Sandbox {
         // the box on its own thread, spawns, supervises and kills.
         raw = await binding.run(this.#kern, argv, this.#kernEnv, envFileContent(o.env),
           os.tmpdir(), [this.#kern, "stop", name], timeoutS * 1000, o.maxOutputBytes,
-          o.onStdout, o.onStderr, rootfd, this.#group);
+          o.onStdout, o.onStderr, this.#watch, this.#group);
       } catch (e) {
         if (e.code === "ECANCELED")
           throw new SandboxError("the Sandbox was closed before this call's box could start");

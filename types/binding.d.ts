@@ -62,7 +62,7 @@ export function run(
   maxOutputBytes: number,
   onStdout: ((chunk: Buffer) => void) | null,
   onStderr: ((chunk: Buffer) => void) | null,
-  scanRootfd: number,
+  watch: WsWatch | null,
   group: number,
 ): Promise<RawRunResult>;
 
@@ -71,6 +71,12 @@ export function cancelGroup(group: number): void;
 
 /** Boxes currently supervised in this environment. */
 export function liveBoxes(): number;
+
+/** The engine's handle on a session's workspace (inotify tracker or full scans). */
+export interface WsWatch { readonly __wsWatch: unique symbol }
+export function wsWatch(rootfd: number): WsWatch;
+/** Releases the session's reference (idempotent); runs in flight keep theirs. */
+export function wsWatchClose(watch: WsWatch): void;
 
 export function wsOpen(absPath: string): number;
 export function wsClose(fd: number): void;

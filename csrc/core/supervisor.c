@@ -61,8 +61,8 @@ struct ks_box {
   struct ks_box_request req;
   struct ks_box_result res;
   void *user;
-  struct ks_ws_scan *before;
-  struct ks_ws_scan *after; /* owns the paths of res.changes */
+  struct ks_ws_watch_call wcall;
+  bool wcall_open; /* begun on the scan thread, not yet ended */
   enum ks__scan_phase scan_phase;
   struct ks_box *next;
   struct ks_box *prev;
@@ -135,8 +135,7 @@ static void ks__free_strv(char **v) {
 }
 
 void ks_box_request_free(struct ks_box_request *req) {
-  if (req->scan_rootfd >= 0)
-    ks_close_keep_errno(req->scan_rootfd);
+  ks_ws_watch_unref(req->watch);
   free(req->path);
   ks__free_strv(req->argv);
   ks__free_strv(req->envp);
@@ -144,7 +143,6 @@ void ks_box_request_free(struct ks_box_request *req) {
   free(req->env_data);
   free(req->tmpdir);
   memset(req, 0, sizeof *req);
-  req->scan_rootfd = -1;
 }
 
 struct ks_box *ks_box_new(struct ks_box_request *req, void *user) {
@@ -153,7 +151,6 @@ struct ks_box *ks_box_new(struct ks_box_request *req, void *user) {
     return NULL;
   box->req = *req;
   memset(req, 0, sizeof *req);
-  req->scan_rootfd = -1;
   box->user = user;
   box->proc = (struct ks_proc) KS_PROC_INIT;
   for (int i = 0; i < KS__BOX_PIPES; i++)
@@ -167,16 +164,17 @@ void *ks_box_user(const struct ks_box *box) { return box->user; }
 
 const char *ks_box_request_path(const struct ks_box *box) { return box->req.path; }
 
-bool ks_box_request_scans(const struct ks_box *box) { return box->req.scan_rootfd >= 0; }
+bool ks_box_request_scans(const struct ks_box *box) { return box->req.watch != NULL; }
 
 struct ks_box_result *ks_box_result(struct ks_box *box) { return &box->res; }
 
 void ks_box_free(struct ks_box *box) {
   if (box == NULL)
     return;
+  /* Only at engine shutdown can a box still hold an open call here. */
+  if (box->wcall_open)
+    ks_ws_watch_abandon(box->req.watch, &box->wcall);
   ks_box_request_free(&box->req);
-  ks_ws_scan_free(box->before);
-  ks_ws_scan_free(box->after);
   free(box->res.changes);
   ks_outbuf_free(&box->res.out[KS_STDOUT]);
   ks_outbuf_free(&box->res.out[KS_STDERR]);
@@ -294,24 +292,19 @@ static void ks__wake(struct ks_sup *sup);
 static bool ks__group_cancelled(struct ks_sup *sup, uint64_t group);
 
 static void ks__scan_job(struct ks_sup *sup, struct ks_box *box) {
-  struct ks_err err;
   int r;
 
-  ks_err_clear(&err);
   if (box->scan_phase == KS__SCAN_BEFORE) {
-    r = ks_ws_scan(box->req.scan_rootfd, &box->before, &err);
-    if (r < 0) {
-      box->before = NULL;
-      box->res.scan_errnum = -r; /* the run goes on; it just has no file list */
-    }
+    ks_ws_watch_begin(box->req.watch, &box->wcall);
+    box->wcall_open = true;
     ks__queue_spawn(sup, box);
     return;
   }
-  if (box->before != NULL) {
-    r = ks_ws_rescan_diff(box->req.scan_rootfd, box->before, &box->after, &box->res.changes,
-                          &box->res.nchanges, &err);
+  if (box->wcall_open) {
+    box->wcall_open = false;
+    r = ks_ws_watch_end(box->req.watch, &box->wcall, &box->res.changes, &box->res.nchanges);
     if (r < 0)
-      box->res.scan_errnum = -r;
+      box->res.scan_errnum = -r; /* the run's result stands, without a file list */
   }
   sup->hooks.on_done(sup->ctx, box);
 }
@@ -368,7 +361,7 @@ static void *ks__scanner_main(void *arg) {
 
 /* A finished box: scanned for changes first if it asked for that. */
 static void ks__after_box(struct ks_sup *sup, struct ks_box *box) {
-  if (box->req.scan_rootfd >= 0)
+  if (box->req.watch != NULL)
     ks__scanner_push(sup, box, KS__SCAN_AFTER);
   else
     sup->hooks.on_done(sup->ctx, box);
@@ -376,11 +369,14 @@ static void ks__after_box(struct ks_sup *sup, struct ks_box *box) {
 
 /* ---- boxes ------------------------------------------------------------- */
 
+static void ks__after_box(struct ks_sup *sup, struct ks_box *box);
+
 static void ks__report_spawn_failure(struct ks_sup *sup, struct ks_box *box,
                                      const struct ks_err *err) {
   box->res.spawn_errnum = err->errnum;
   box->res.spawn_syscall = err->syscall;
-  sup->hooks.on_done(sup->ctx, box);
+  /* Through the scan thread: the call it began must end there. */
+  ks__after_box(sup, box);
 }
 
 static int ks__pipe_nonblocking_read(int fds[2], struct ks_err *err) {
@@ -867,7 +863,7 @@ int ks_sup_submit(struct ks_sup *sup, struct ks_box *box) {
   pthread_mutex_unlock(&sup->lock);
   /* From here on the box is ours: a shutdown racing with this reports it
    * through on_done as cancelled. */
-  if (box->req.scan_rootfd >= 0)
+  if (box->req.watch != NULL)
     ks__scanner_push(sup, box, KS__SCAN_BEFORE);
   else
     ks__queue_spawn(sup, box);

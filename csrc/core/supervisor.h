@@ -19,6 +19,7 @@
 #include "outbuf.h"
 #include "proc.h"
 #include "wsscan.h"
+#include "wswatch.h"
 
 /* kern's view of the descriptors we give it. */
 #define KS_BOX_STARTED_FD 3 /* kern writes its started bytes here */
@@ -38,7 +39,8 @@ struct ks_box_request {
   uint64_t timeout_ns;
   size_t cap;       /* bytes kept of each stream */
   bool stream[2];   /* report chunks of this stream through on_output */
-  int scan_rootfd;  /* workspace to scan before and after the box, or -1; owned */
+  struct ks_ws_watch *watch; /* the workspace whose changes to report, or NULL;
+                              * one reference owned */
   uint64_t group;   /* the session it belongs to, for ks_sup_cancel_group; 0: none */
 };
 

@@ -28,6 +28,13 @@ struct ks_ws_change;
 /* [[path, size, "created" | "modified"], ...]; a non-UTF-8 path is a Buffer. */
 napi_value ks_napi_changes_value(napi_env env, const struct ks_ws_change *changes, size_t n);
 
+/* Registers wsWatch/wsWatchClose. */
+bool ks_napi_init_watch(napi_env env, napi_value exports);
+
+struct ks_ws_watch;
+/* The watch behind a wsWatch handle, or NULL (not one, or closed). */
+struct ks_ws_watch *ks_napi_get_watch(napi_env env, napi_value v);
+
 /* Registers wsSnapshot/wsRestore. */
 bool ks_napi_init_pack(napi_env env, napi_value exports);
 

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "../core/compat.h"
+#include "../core/wswatch.h"
 #include "addon.h"
 
 /* KERN_SANDBOX_FORCE_FALLBACK=openat2,clone_pidfd,close_range,memfd makes the
@@ -58,11 +59,20 @@ static napi_value ks__init(napi_env env, napi_value exports) {
   }
   KS_NAPI_CALL(env, napi_add_env_cleanup_hook(env, ks__env_cleanup, addon));
   ks__read_forced_fallbacks();
+  {
+    /* Experimental: per-call change tracking from inotify events. */
+    const char *tracker = getenv("KERN_SANDBOX_TRACKER");
+    ks_ws_watch_enable_tracking(tracker != NULL && strcmp(tracker, "1") == 0);
+  }
   if (!ks_napi_init_run(env, exports)) {
     ks_napi_throw_last(env);
     return NULL;
   }
   if (!ks_napi_init_fs(env, exports)) {
+    ks_napi_throw_last(env);
+    return NULL;
+  }
+  if (!ks_napi_init_watch(env, exports)) {
     ks_napi_throw_last(env);
     return NULL;
   }

@@ -360,7 +360,7 @@ static int ks__ensure_supervisor(napi_env env, struct ks_addon *addon, struct ks
 }
 
 /* ---- run(path, argv, envp, envData, tmpdir, stopArgv, timeoutMs, cap,
- *          onStdout, onStderr, scanRootfd, group) -> Promise<RawRunResult> - */
+ *          onStdout, onStderr, watch, group) -> Promise<RawRunResult> ------ */
 
 static bool ks__is_function(napi_env env, napi_value v) {
   napi_valuetype t;
@@ -374,7 +374,6 @@ static bool ks__get_request(napi_env env, napi_value *argv, struct ks_box_reques
   bool is_buffer = false;
 
   memset(req, 0, sizeof *req);
-  req->scan_rootfd = -1;
   req->path = ks_napi_get_string(env, argv[0], NULL);
   if (req->path == NULL)
     return false;
@@ -431,21 +430,19 @@ static bool ks__get_request(napi_env env, napi_value *argv, struct ks_box_reques
   req->stream[KS_STDOUT] = ks__is_function(env, argv[8]);
   req->stream[KS_STDERR] = ks__is_function(env, argv[9]);
   {
-    int32_t fd = -1;
-    if (napi_get_value_int32(env, argv[10], &fd) != napi_ok) {
+    napi_valuetype t;
+    if (napi_typeof(env, argv[10], &t) != napi_ok) {
       ks_napi_throw_last(env);
       return false;
     }
-    if (fd >= 0) {
-      /* Our own copy: the session may close its descriptor meanwhile, and
-       * the number must never come to mean another directory. */
-      req->scan_rootfd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
-      if (req->scan_rootfd < 0) {
-        struct ks_err err;
-        ks_err_set(&err, errno, "fcntl", NULL);
-        napi_throw(env, ks_napi_system_error(env, &err));
+    if (t != napi_null && t != napi_undefined) {
+      req->watch = ks_napi_get_watch(env, argv[10]);
+      if (req->watch == NULL) {
+        napi_throw_type_error(env, "ERR_INVALID_ARG_TYPE",
+                              "kern-sandbox: run() needs an open wsWatch handle or null");
         return false;
       }
+      ks_ws_watch_ref(req->watch);
     }
   }
   {

@@ -1,0 +1,101 @@
+/* wsWatch(): the session's workspace as the run engine sees it, handed to
+ * every run() so the engine can report each call's changed files. */
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "../core/wswatch.h"
+#include "addon.h"
+
+struct ks__watch_handle {
+  struct ks_ws_watch *watch; /* NULL once closed */
+};
+
+static const napi_type_tag ks__watch_tag = {0x6b735f77617463ULL, 0x68616e646c6531ULL};
+
+static void ks__watch_finalize(napi_env env, void *data, void *hint) {
+  struct ks__watch_handle *h = data;
+  (void) env;
+  (void) hint;
+  ks_ws_watch_unref(h->watch); /* runs still in flight keep their own references */
+  free(h);
+}
+
+/* wsWatch(rootfd) -> handle: duplicates rootfd, so the session may close its own. */
+static napi_value ks__ws_watch(napi_env env, napi_callback_info info) {
+  size_t argc = 1;
+  napi_value argv[1];
+  struct ks__watch_handle *h;
+  struct ks_err err;
+  napi_value out;
+  int32_t fd;
+  int dup;
+
+  KS_NAPI_CALL(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  if (argc != 1 || napi_get_value_int32(env, argv[0], &fd) != napi_ok || fd < 0) {
+    napi_throw_type_error(env, "ERR_INVALID_ARG_TYPE", "wsWatch(rootfd) takes a descriptor");
+    return NULL;
+  }
+  dup = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+  if (dup < 0) {
+    ks_err_set(&err, errno, "fcntl", NULL);
+    napi_throw(env, ks_napi_system_error(env, &err));
+    return NULL;
+  }
+  h = calloc(1, sizeof *h);
+  if (h == NULL || ks_ws_watch_new(dup, &h->watch) < 0) {
+    free(h);
+    (void) close(dup);
+    napi_throw_error(env, "ENOMEM", "kern-sandbox: out of memory");
+    return NULL;
+  }
+  if (napi_create_external(env, h, ks__watch_finalize, NULL, &out) != napi_ok ||
+      napi_type_tag_object(env, out, &ks__watch_tag) != napi_ok) {
+    ks_napi_throw_last(env);
+    return NULL; /* the finalizer frees h if the external was made */
+  }
+  return out;
+}
+
+struct ks_ws_watch *ks_napi_get_watch(napi_env env, napi_value v) {
+  struct ks__watch_handle *h = NULL;
+  bool tagged = false;
+
+  if (napi_check_object_type_tag(env, v, &ks__watch_tag, &tagged) != napi_ok || !tagged ||
+      napi_get_value_external(env, v, (void **) &h) != napi_ok || h == NULL ||
+      h->watch == NULL)
+    return NULL;
+  return h->watch;
+}
+
+/* wsWatchClose(handle): releases the session's reference now (the inotify
+ * instance and its watches are a per-user resource); idempotent. */
+static napi_value ks__ws_watch_close(napi_env env, napi_callback_info info) {
+  size_t argc = 1;
+  napi_value argv[1];
+  struct ks__watch_handle *h = NULL;
+  bool tagged = false;
+
+  KS_NAPI_CALL(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  if (argc != 1 || napi_check_object_type_tag(env, argv[0], &ks__watch_tag, &tagged) != napi_ok ||
+      !tagged || napi_get_value_external(env, argv[0], (void **) &h) != napi_ok) {
+    napi_throw_type_error(env, "ERR_INVALID_ARG_TYPE", "wsWatchClose(handle) takes a wsWatch handle");
+    return NULL;
+  }
+  ks_ws_watch_unref(h->watch);
+  h->watch = NULL;
+  return NULL;
+}
+
+bool ks_napi_init_watch(napi_env env, napi_value exports) {
+  napi_value fn;
+  if (napi_create_function(env, "wsWatch", NAPI_AUTO_LENGTH, ks__ws_watch, NULL, &fn) != napi_ok ||
+      !ks_napi_set(env, exports, "wsWatch", fn))
+    return false;
+  if (napi_create_function(env, "wsWatchClose", NAPI_AUTO_LENGTH, ks__ws_watch_close, NULL,
+                           &fn) != napi_ok ||
+      !ks_napi_set(env, exports, "wsWatchClose", fn))
+    return false;
+  return true;
+}
