@@ -191,7 +191,12 @@ function makeTree(dir) {
   let seed = 1;
   const rnd = () => (seed = (seed * 1103515245 + 12345) & 0x7fffffff);
   const chunk = [];
-  while (chunk.join(" ").length < 2 * MiB) chunk.push(words[rnd() % words.length]);
+  let len = 0;
+  while (len < 2 * MiB) {
+    const w = words[rnd() % words.length];
+    chunk.push(w);
+    len += w.length + 1;
+  }
   const text = Buffer.from(chunk.join(" "));
   for (let i = 0; i < 10000; i++) {
     const d = path.join(dir, `d${i % 100}`);
