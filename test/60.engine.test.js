@@ -50,8 +50,9 @@ describe("engine", function () {
       // worst case on a 2-core VM is set by the 128 process start-ups the
       // machine does meanwhile (child_process shows the same; see bench/),
       // so the bound on every call is loose and the bulk is held to 20 ms.
-      assert.ok(p95 < 20, `readFile p95 ${p95} ms`);
-      assert.ok(maxLat < 100, `readFile max ${maxLat} ms`);
+      const slow = h.underSanitizer ? 10 : 1; // ASan: memory safety is checked here, not timing
+      assert.ok(p95 < 20 * slow, `readFile p95 ${p95} ms`);
+      assert.ok(maxLat < 100 * slow, `readFile max ${maxLat} ms`);
       assert.ok(lat.length > 10);
     });
   });

@@ -125,6 +125,10 @@ function skip(ctx, reason) {
   ctx.skip();
 }
 
+/** True when the suite runs on the ASan+UBSan addon (npm run test:asan):
+ * everything is several times slower, so pure timing bounds are relaxed. */
+const underSanitizer = process.env.KERN_SANDBOX_BUILD === "Debug";
+
 function cleanup() {
   if (root !== null) fs.rmSync(root, { recursive: true, force: true });
   root = null;
@@ -132,5 +136,5 @@ function cleanup() {
 
 module.exports = {
   repo, testRoot, fakeKern, stateDir, recordedArgv, clearState, tmpDir, children,
-  processes, processesUsing, processesWith, openFds, sleep, waitFor, skip, cleanup,
+  processes, processesUsing, processesWith, openFds, sleep, waitFor, skip, cleanup, underSanitizer,
 };
