@@ -339,6 +339,7 @@ static void *ks__scanner_main(void *arg) {
   struct ks_sup *sup = arg;
   struct ks__scanner *sc = &sup->scanner;
 
+  (void) pthread_setname_np(pthread_self(), "ks-scan"); /* what top -H and perf show */
   pthread_mutex_lock(&sc->lock);
   for (;;) {
     struct ks_box *box;
@@ -722,6 +723,7 @@ static void *ks__sup_main(void *arg) {
   struct ks_sup *sup = arg;
   struct epoll_event events[KS__MAX_EVENTS];
 
+  (void) pthread_setname_np(pthread_self(), "ks-supervisor");
   for (;;) {
     struct ks_box *pending;
     bool stopping;
