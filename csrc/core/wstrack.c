@@ -1233,12 +1233,30 @@ static int ks__event(struct ks_ws_tracker *t, const struct inotify_event *ev,
   return 0;
 }
 
+/* Work (directories listed plus files stat'ed) one drain may spend on
+ * events before it gives up on them and rescans. Each event is cheap for the
+ * box and may be dear for us: a directory moved away and back costs the box
+ * two renames and us a walk of its subtree, so a box swapping a big
+ * directory in a loop would make the events cost far more than a scan. Past
+ * about one full scan's worth of work, a rescan is the cheaper answer, and
+ * it bounds every drain to about three full scans (the budget, one walk in
+ * progress, the rescan), as on a box that overflows the queue. */
+#define KS__DRAIN_BUDGET_MIN 4096u
+
+static uint64_t ks__drain_budget(const struct ks_ws_tracker *t) {
+  uint64_t size = (uint64_t) t->files.n + t->wds.n;
+  return size > KS__DRAIN_BUDGET_MIN ? size : KS__DRAIN_BUDGET_MIN;
+}
+
 /* Applies the events queued now (not those that arrive meanwhile: a busy
  * concurrent run must not keep a drain going forever), then the rescan if
  * one is due, then the re-stat pass. */
 static int ks__drain(struct ks_ws_tracker *t, struct ks_err *err) {
   int avail = 0;
   size_t consumed = 0;
+  uint64_t work0 = t->stats.walks + t->stats.stats;
+  uint64_t budget = ks__drain_budget(t);
+  bool over = false;
   int r = 0;
 
   if (ioctl(t->ifd, FIONREAD, &avail) < 0)
@@ -1256,13 +1274,19 @@ static int ks__drain(struct ks_ws_tracker *t, struct ks_err *err) {
     if (n == 0)
       break;
     consumed += (size_t) n;
-    for (ssize_t off = 0; off < n;) {
+    for (ssize_t off = 0; off < n && !over;) {
       const struct inotify_event *ev = (const struct inotify_event *) (t->events + off);
       off += (ssize_t) (sizeof *ev + ev->len);
       r = ks__event(t, ev, prev, err);
       if (r < 0)
         break;
       prev = ev;
+      if (t->stats.walks + t->stats.stats - work0 > budget) {
+        /* The rest of the batch is read and dropped: the rescan covers it. */
+        over = true;
+        t->need_rescan = true;
+        t->stats.budget_rescans++;
+      }
     }
     ks__cache_drop(t);
     if (r < 0)

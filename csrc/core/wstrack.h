@@ -103,6 +103,7 @@ struct ks_ws_tracker_stats {
   uint64_t stats;   /* fstatat calls on files */
   uint64_t walks;   /* directories listed */
   uint64_t rescans; /* full rescans */
+  uint64_t budget_rescans; /* of which: a drain's events cost more than a scan */
   size_t files;     /* regular files in the index */
   size_t dirs;      /* directories watched */
 };

@@ -10,10 +10,9 @@
 #include "util.h"
 #include "wstrack.h"
 
-/* The inotify tracker is opt-in for now (KERN_SANDBOX_TRACKER=1): a box
- * flooding its workspace with renames and new directories can make a
- * tracker drain very long, and the scan thread is shared by all sessions.
- * Full scans are bounded by the walk's caps. */
+/* The inotify tracker is on unless KERN_SANDBOX_TRACKER=0. A hostile box
+ * cannot make it dearer than full scans by much: every drain gives up on
+ * events past about one scan's worth of work and rescans (wstrack.c). */
 static _Atomic bool ks__tracking_enabled;
 
 void ks_ws_watch_enable_tracking(bool on) { atomic_store(&ks__tracking_enabled, on); }

@@ -60,9 +60,11 @@ static napi_value ks__init(napi_env env, napi_value exports) {
   KS_NAPI_CALL(env, napi_add_env_cleanup_hook(env, ks__env_cleanup, addon));
   ks__read_forced_fallbacks();
   {
-    /* Experimental: per-call change tracking from inotify events. */
+    /* Per-call change tracking from inotify events; KERN_SANDBOX_TRACKER=0
+     * falls back to a full scan before and after every call (for
+     * comparison, and for file systems that raise no inotify events). */
     const char *tracker = getenv("KERN_SANDBOX_TRACKER");
-    ks_ws_watch_enable_tracking(tracker != NULL && strcmp(tracker, "1") == 0);
+    ks_ws_watch_enable_tracking(tracker == NULL || strcmp(tracker, "0") != 0);
   }
   if (!ks_napi_init_run(env, exports)) {
     ks_napi_throw_last(env);

@@ -631,6 +631,70 @@ static void test_hardlinks(int root) {
  * (fs.inotify.max_queued_events is read when an instance is created, so the
  * system value is restored right after). Returns false, with a tracker of
  * the usual queue, where the knob cannot be written (not root). */
+/* A box that moves a big directory away and back in a loop costs itself two
+ * renames per round and an unbudgeted tracker a walk of the subtree per
+ * round. The drain must give up on such events after about one scan's worth
+ * of work and rescan instead: its work stays within a few full scans, and
+ * the call still reports exactly what changed. */
+static void move_big_dir(int rounds) {
+  char a[600], b[600];
+  path_of(a, sizeof a, ws, "big");
+  path_of(b, sizeof b, ws, "big.away");
+  for (int i = 0; i < rounds; i++) {
+    MUST(rename(a, b) == 0);
+    MUST(rename(b, a) == 0);
+  }
+}
+
+static void test_drain_budget(int root) {
+  enum { SUBDIRS = 3000 };
+  struct ks_ws_tracker_stats st0, st;
+  struct ks_ws_tracker *t = NULL;
+  struct ks_ws_call *c = NULL;
+  uint64_t size;
+
+  put_file(ws, "f", "f");
+  put_dir(ws, "big");
+  for (int i = 0; i < SUBDIRS; i++) {
+    char rel[32];
+    snprintf(rel, sizeof rel, "big/d%04d", i);
+    put_dir(ws, rel);
+  }
+  put_file(ws, "big/d0000/inner", "i");
+  CHECK_ERR(ks_ws_tracker_open(root, &t, &e), 0);
+  ks_ws_tracker_get_stats(t, &st0);
+  size = st0.files + st0.dirs;
+
+  /* Positive control: one round trip is walked, not rescanned. */
+  CHECK_ERR(ks_ws_tracker_begin(t, &c, &e), 0);
+  move_big_dir(1);
+  put_file(ws, "f", "ff");
+  END_EXPECT(t, c, "f:M");
+  ks_ws_tracker_get_stats(t, &st);
+  CHECK(st.budget_rescans == 0 && st.rescans == st0.rescans);
+  CHECK(st.walks - st0.walks >= SUBDIRS); /* the walk really happened */
+
+  /* The attack: 300 round trips between two drains. Unbudgeted, that is
+   * 300 walks of 3,001 directories (900,000 directory listings). */
+  st0 = st;
+  CHECK_ERR(ks_ws_tracker_begin(t, &c, &e), 0);
+  move_big_dir(300);
+  put_file(ws, "big/d0000/inner", "changed");
+  put_file(ws, "g", "new");
+  END_EXPECT(t, c, "big/d0000/inner:M g:C");
+  ks_ws_tracker_get_stats(t, &st);
+  printf("  drain budget: 300 round trips of a %d-directory tree cost %llu listings and "
+         "%llu stats (%llu budget rescans); index size %llu\n",
+         SUBDIRS, (unsigned long long) (st.walks - st0.walks),
+         (unsigned long long) (st.stats - st0.stats),
+         (unsigned long long) st.budget_rescans, (unsigned long long) size);
+  CHECK(st.budget_rescans >= 1);
+  CHECK(st.walks + st.stats - st0.walks - st0.stats <= 4 * (size > 4096 ? size : 4096));
+  CHECK_ERR(ks_ws_tracker_verify(t, &e), 0);
+  ks_ws_tracker_close(t);
+}
+
+
 static bool open_small_queue(int root, const char *queue_len,
                              struct ks_ws_tracker **ret) {
   const char *knob = "/proc/sys/fs/inotify/max_queued_events";
@@ -1240,6 +1304,9 @@ int main(void) {
     close(root);
     root = fresh_ws();
     test_overflow(root);
+    close(root);
+    root = fresh_ws();
+    test_drain_budget(root);
     close(root);
     root = fresh_ws();
     test_differential(root, seed + (uint64_t) mode, mode == 0 ? steps : steps / 4, NULL);
