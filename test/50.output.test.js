@@ -39,6 +39,25 @@ describe("output", function () {
     assert.ok(r.stdout.includes("\uFFFD"));
   });
 
+  it("C7: one non-ASCII character anywhere in the output is decoded as UTF-8", async function () {
+    // The drain notes ASCII-ness per read; a late or unaligned multi-byte
+    // character must still turn off the ASCII (latin1) fast path.
+    await withSandbox(async (sbx) => {
+      const N = 300000;
+      for (const at of [0, 7, 63, 64, 65, 4095, 131071, N - 2]) {
+        const buf = Buffer.alloc(N, "a");
+        buf.write("\u00e9", at); // two bytes: C3 A9
+        await sbx.writeFile("o.bin", buf);
+        const r = await sbx.run(["cat", "o.bin"]);
+        assert.strictEqual(r.stdout, buf.toString("utf8"), `at ${at}`);
+        assert.strictEqual(r.stdout.indexOf("\u00e9"), at);
+      }
+      // Positive control: pure ASCII stays byte for byte.
+      await sbx.writeFile("o.bin", Buffer.alloc(N, "b"));
+      assert.strictEqual((await sbx.run(["cat", "o.bin"])).stdout, "b".repeat(N));
+    });
+  });
+
   it("C8: stdin is at EOF immediately", async function () {
     const r = await sh("cat; echo done", { timeoutS: 5 });
     assert.strictEqual(r.stdout, "done\n");

@@ -126,22 +126,6 @@ static ks__ext_latin1_fn ks__ext_latin1(void) {
   return atomic_load(&fn);
 }
 
-static bool ks__is_ascii(const char *p, size_t n) {
-  const uint64_t high = 0x8080808080808080ULL;
-  size_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    uint64_t w;
-    memcpy(&w, p + i, sizeof w);
-    if (w & high)
-      return false;
-  }
-  for (; i < n; i++) {
-    if ((unsigned char) p[i] & 0x80)
-      return false;
-  }
-  return true;
-}
-
 /* The captured bytes as the result string, decoded as UTF-8 (invalid
  * sequences become U+FFFD, as Buffer#toString does). ASCII output, the
  * common case and every flood of it, becomes an external string over the
@@ -149,10 +133,11 @@ static bool ks__is_ascii(const char *p, size_t n) {
 static napi_value ks__take_string(napi_env env, struct ks_outbuf *b) {
   napi_value s = NULL;
   size_t len;
+  bool ascii = ks_outbuf_is_ascii(b); /* known from the drain: no pass over the bytes here */
   char *data = ks_outbuf_take(b, &len);
   ks__ext_latin1_fn ext = ks__ext_latin1();
 
-  if (len > 0 && ext != NULL && ks__is_ascii(data, len)) {
+  if (len > 0 && ext != NULL && ascii) {
     bool copied = false;
     if (ext(env, data, len, ks__free_external, NULL, &s, &copied) == napi_ok)
       return s; /* copied or not, data now belongs to the string */
