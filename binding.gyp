@@ -10,6 +10,7 @@
         "csrc/core/snapshot.c",
         "csrc/core/supervisor.c",
         "csrc/core/tar.c",
+        "csrc/core/text.c",
         "csrc/core/wsfs.c",
         "csrc/core/wsscan.c",
         "csrc/core/wstrack.c",

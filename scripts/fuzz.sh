@@ -27,7 +27,7 @@ if ! [[ $seconds =~ ^[0-9]+$ ]] || [ "$seconds" -lt 1 ]; then
   echo "usage: scripts/fuzz.sh [SECONDS] [TARGET...]" >&2
   exit 2
 fi
-all_targets=(fuzz_tar_header fuzz_vet_path fuzz_restore fuzz_open_beneath)
+all_targets=(fuzz_tar_header fuzz_vet_path fuzz_restore fuzz_open_beneath fuzz_text)
 if [ $# -gt 0 ]; then targets=("$@"); else targets=("${all_targets[@]}"); fi
 for t in "${targets[@]}"; do
   case " ${all_targets[*]} " in
@@ -81,6 +81,7 @@ max_len_for() {
   case $1 in
     fuzz_restore) echo 1048576 ;;   # a 1 MiB gzip input can reach the 1 GiB cap
     fuzz_tar_header) echo 8192 ;;   # 16 header blocks
+    fuzz_text) echo 65536 ;;        # several of the drain's reads' worth of output
     *) echo 4200 ;;                 # paths: past PATH_MAX (4095)
   esac
 }

@@ -58,6 +58,40 @@ describe("output", function () {
     });
   });
 
+  it("C7: any bytes decode exactly as Buffer#toString does (differential, random bytes)", async function () {
+    // Non-ASCII output is decoded off the JS thread (csrc/core/text.c); V8's
+    // own decoder is the reference. Bytes are drawn from the classes the
+    // decoder tells apart: ASCII, continuations, every kind of lead byte.
+    const classes = [[0x00, 0x7f], [0x80, 0xbf], [0xc0, 0xc1], [0xc2, 0xdf], [0xe0, 0xe0],
+      [0xe1, 0xec], [0xed, 0xed], [0xee, 0xef], [0xf0, 0xf0], [0xf1, 0xf3], [0xf4, 0xf4],
+      [0xf5, 0xff]];
+    let seed = 12345;
+    const rnd = (n) => {
+      seed = (seed * 1103515245 + 12345) % 2147483648;
+      return seed % n;
+    };
+    await withSandbox(async (sbx) => {
+      for (let round = 0; round < 6; round++) {
+        const buf = Buffer.alloc(200000);
+        for (let i = 0; i < buf.length; i++) {
+          // Rounds 0-2 mostly ASCII (the common case), 3-5 dense with the rest.
+          const [lo, hi] = rnd(round < 3 ? 8 : 2) === 0 ? classes[rnd(classes.length)] : classes[0];
+          buf[i] = lo + rnd(hi - lo + 1);
+        }
+        if (round === 5) buf.write("\u00e9\u00ff", 0); // and a Latin-1-only text
+        await sbx.writeFile("o.bin", round === 5 ? Buffer.from("caf\u00e9 \u00ff") : buf);
+        const want = (round === 5 ? Buffer.from("caf\u00e9 \u00ff") : buf).toString("utf8");
+        const r = await sbx.run(["cat", "o.bin"]);
+        assert.strictEqual(r.stdout.length, want.length, `round ${round}`);
+        if (r.stdout !== want) {
+          let i = 0;
+          while (r.stdout[i] === want[i]) i++;
+          assert.fail(`round ${round}: first difference at UTF-16 unit ${i}`);
+        }
+      }
+    });
+  });
+
   it("C8: stdin is at EOF immediately", async function () {
     const r = await sh("cat; echo done", { timeoutS: 5 });
     assert.strictEqual(r.stdout, "done\n");

@@ -13,6 +13,7 @@
 #include <sys/wait.h>
 
 #include "../core/supervisor.h"
+#include "../core/text.h"
 #include "addon.h"
 
 /* Bytes of onStdout/onStderr chunks queued for JS per run; past this a slow
@@ -26,6 +27,9 @@ struct ks__run {
   napi_ref cb[2];
   _Atomic size_t queued_bytes;
   _Atomic uint64_t dropped_chunks;
+  /* Non-ASCII output decoded before the JS thread sees it (ks__on_done). */
+  struct ks_text text[2];
+  bool decoded[2];
 };
 
 enum ks__msg_kind { KS__MSG_CHUNK, KS__MSG_DONE };
@@ -47,7 +51,37 @@ static void ks__run_free(napi_env env, struct ks__run *run) {
         (void) napi_delete_reference(env, run->cb[i]);
     }
   }
+  for (int i = 0; i < 2; i++) {
+    if (run->decoded[i])
+      free(run->text[i].data);
+  }
   free(run);
+}
+
+/* node_api_create_external_string_latin1 and _utf16 (Node >= 20.4, still
+ * marked experimental): looked up at run time, so the addon also loads where
+ * they are missing (then the JS thread decodes, as napi_create_string_utf8). */
+typedef napi_status (*ks__ext_latin1_fn)(napi_env env, char *str, size_t length,
+                                          napi_finalize finalize_callback, void *finalize_hint,
+                                          napi_value *result, bool *copied);
+typedef napi_status (*ks__ext_utf16_fn)(napi_env env, char16_t *str, size_t length,
+                                         napi_finalize finalize_callback, void *finalize_hint,
+                                         napi_value *result, bool *copied);
+
+static struct {
+  _Atomic(ks__ext_latin1_fn) latin1;
+  _Atomic(ks__ext_utf16_fn) utf16;
+  _Atomic int looked;
+} ks__ext;
+
+static void ks__ext_lookup(void) {
+  if (!atomic_load(&ks__ext.looked)) {
+    atomic_store(&ks__ext.latin1, (ks__ext_latin1_fn) dlsym(
+                                      RTLD_DEFAULT, "node_api_create_external_string_latin1"));
+    atomic_store(&ks__ext.utf16, (ks__ext_utf16_fn) dlsym(
+                                     RTLD_DEFAULT, "node_api_create_external_string_utf16"));
+    atomic_store(&ks__ext.looked, 1);
+  }
 }
 
 /* ---- supervisor thread side --------------------------------------------- */
@@ -81,9 +115,37 @@ static void ks__on_output(void *ctx, struct ks_box *box, enum ks_stream s, const
   }
 }
 
+/* Non-ASCII output is decoded here, off the JS thread (ASCII needs no
+ * decoding: it becomes an external Latin-1 string as it is). Without the
+ * external-string functions, or without memory, the JS thread decodes. */
+static void ks__decode_output(struct ks__run *run, struct ks_box *box) {
+  struct ks_box_result *res = ks_box_result(box);
+  ks__ext_lookup();
+  if (atomic_load(&ks__ext.latin1) == NULL || atomic_load(&ks__ext.utf16) == NULL)
+    return;
+  for (int s = 0; s < 2; s++) {
+    struct ks_outbuf *b = &res->out[s];
+    size_t len;
+    char *bytes;
+    if (b->len == 0 || ks_outbuf_is_ascii(b))
+      continue;
+    bytes = ks_outbuf_take(b, &len);
+    if (ks_text_from_utf8(bytes, len, &run->text[s]) == 0) {
+      run->decoded[s] = true;
+    } else {
+      /* Put the bytes back for the JS thread's own decoding. */
+      b->data = bytes;
+      b->len = b->alloc = len;
+      b->non_ascii = true;
+    }
+  }
+}
+
 static void ks__on_done(void *ctx, struct ks_box *box) {
   struct ks_addon *addon = ctx;
   struct ks__msg *msg = malloc(sizeof *msg);
+
+  ks__decode_output(ks_box_user(box), box);
 
   if (msg != NULL) {
     msg->kind = KS__MSG_DONE;
@@ -108,38 +170,36 @@ static void ks__free_external(napi_env env, void *data, void *hint) {
   free(data);
 }
 
-/* node_api_create_external_string_latin1 (Node >= 20.4, still marked
- * experimental): looked up at run time, so the addon also loads where it is
- * missing. */
-typedef napi_status (*ks__ext_latin1_fn)(napi_env env, char *str, size_t length,
-                                          napi_finalize finalize_callback, void *finalize_hint,
-                                          napi_value *result, bool *copied);
-
-static ks__ext_latin1_fn ks__ext_latin1(void) {
-  static _Atomic(ks__ext_latin1_fn) fn;
-  static _Atomic int looked;
-  if (!atomic_load(&looked)) {
-    void *sym = dlsym(RTLD_DEFAULT, "node_api_create_external_string_latin1");
-    atomic_store(&fn, (ks__ext_latin1_fn) sym);
-    atomic_store(&looked, 1);
-  }
-  return atomic_load(&fn);
-}
-
-/* The captured bytes as the result string, decoded as UTF-8 (invalid
- * sequences become U+FFFD, as Buffer#toString does). ASCII output, the
- * common case and every flood of it, becomes an external string over the
- * buffer itself: a 64 MiB result costs 64 MiB, not twice that. */
-static napi_value ks__take_string(napi_env env, struct ks_outbuf *b) {
+/* The captured bytes of one stream as the result string, decoded as UTF-8
+ * (invalid sequences become U+FFFD, as Buffer#toString does). ASCII output,
+ * the common case and every flood of it, becomes an external string over
+ * the buffer itself (a 64 MiB result costs 64 MiB, not twice that); other
+ * output was decoded off this thread and is wrapped the same way. */
+static napi_value ks__take_string(napi_env env, struct ks__run *run, struct ks_outbuf *b,
+                                  int stream) {
   napi_value s = NULL;
   size_t len;
   bool ascii = ks_outbuf_is_ascii(b); /* known from the drain: no pass over the bytes here */
-  char *data = ks_outbuf_take(b, &len);
-  ks__ext_latin1_fn ext = ks__ext_latin1();
+  char *data;
+  bool copied = false;
 
-  if (len > 0 && ext != NULL && ascii) {
-    bool copied = false;
-    if (ext(env, data, len, ks__free_external, NULL, &s, &copied) == napi_ok)
+  ks__ext_lookup();
+  if (run->decoded[stream]) {
+    struct ks_text *t = &run->text[stream];
+    napi_status st = t->kind == KS_TEXT_LATIN1
+                         ? atomic_load(&ks__ext.latin1)(env, t->data, t->length,
+                                                        ks__free_external, NULL, &s, &copied)
+                         : atomic_load(&ks__ext.utf16)(env, (char16_t *) t->data, t->length,
+                                                       ks__free_external, NULL, &s, &copied);
+    if (st != napi_ok)
+      return NULL; /* t->data is still ours: ks__run_free frees it */
+    run->decoded[stream] = false; /* copied or not, the string owns it now */
+    return s;
+  }
+  data = ks_outbuf_take(b, &len);
+  if (len > 0 && ascii && atomic_load(&ks__ext.latin1) != NULL) {
+    if (atomic_load(&ks__ext.latin1)(env, data, len, ks__free_external, NULL, &s, &copied) ==
+        napi_ok)
       return s; /* copied or not, data now belongs to the string */
   }
   if (napi_create_string_utf8(env, len > 0 ? data : "", len, &s) != napi_ok)
@@ -216,10 +276,10 @@ static napi_value ks__result_object(napi_env env, struct ks__run *run, struct ks
     return NULL;
   }
   /* The output last: from here on the strings own its memory. */
-  napi_value out = ks__take_string(env, &res->out[KS_STDOUT]);
+  napi_value out = ks__take_string(env, run, &res->out[KS_STDOUT], KS_STDOUT);
   if (out == NULL || !ks_napi_set(env, obj, "stdout", out))
     return NULL;
-  out = ks__take_string(env, &res->out[KS_STDERR]);
+  out = ks__take_string(env, run, &res->out[KS_STDERR], KS_STDERR);
   if (out == NULL || !ks_napi_set(env, obj, "stderr", out))
     return NULL;
   return obj;
