@@ -45,8 +45,15 @@ describe("workspace race (H4): d <-> l -> $OUTER exchanged during 100,000 host c
   });
 
   afterEach(async function () {
+    // The mkdir walk leaves ~40,000 directories: closing the session (its
+    // last tracker drain, then the contained removal) takes a while, more so
+    // under the sanitizers.
+    this.timeout(h.underSanitizer ? 300000 : 60000);
     await attack.stopAll();
+    const t0 = Date.now();
     await sbx.close();
+    const closeMs = Date.now() - t0;
+    if (closeMs > 1000) console.log(`      close() of the raced workspace: ${closeMs} ms`);
     execFileSync("rm", ["-rf", "--one-file-system", ws, outer]);
   });
 
