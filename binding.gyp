@@ -3,6 +3,7 @@
     {
       "target_name": "kern_sandbox",
       "sources": [
+        "csrc/core/commit.c",
         "csrc/core/compat.c",
         "csrc/core/envfd.c",
         "csrc/core/outbuf.c",

@@ -61,8 +61,12 @@ function restore(rootfd, src) {
   } catch (e) {
     if (e.reason) {
       const member = e.member ? ` (member ${JSON.stringify(e.member)})` : "";
-      const err = new SandboxError(`unsafe or malformed snapshot, nothing restored: ${e.reason}${member}`,
-        { cause: e });
+      // A sound archive that could not be moved into place (a full disk, a
+      // box racing the restore) says so; the reason says what was undone.
+      const what = e.committing
+        ? `restore from ${JSON.stringify(src)} failed (${e.code}): ${e.reason}${member}`
+        : `unsafe or malformed snapshot, nothing restored: ${e.reason}${member}`;
+      const err = new SandboxError(what, { cause: e });
       for (const key of ["code", "errno", "syscall", "path", "member"])
         if (e[key] !== undefined) err[key] = e[key];
       throw err;

@@ -13,6 +13,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "commit.h"
 #include "envfd.h"
 #include "util.h"
 #include "wsfs.h"
@@ -615,67 +616,31 @@ static int ks__vet_all(struct ks__restore *R, struct ks_err *err) {
 
 /* Opens the directory part of p beneath rootfd, creating missing levels
  * without following symlinks; *ret_fd is -1 for a top-level member. */
-static int ks__open_parent(struct ks__restore *R, const char *p, int *ret_fd,
-                           const char **ret_leaf, struct ks_err *err) {
-  const char *slash = strrchr(p, '/');
-  *ret_fd = -1;
-  *ret_leaf = p;
-  if (slash == NULL)
-    return 0;
-  *ret_leaf = slash + 1;
-  return ks_ws_open_dirs(R->rootfd, p, (size_t) (slash - p), ret_fd, err);
-}
-
+/* Moves the staged members into place, all or nothing (commit.c). */
 static int ks__commit(struct ks__restore *R, struct ks_err *err) {
-  char last_parent[KS_TAR_PATH_MAX + 1] = "";
-  _cleanup_close_ int parentfd = -1;
-  bool have_parent = false;
+  struct ks_commit_item *items = malloc((R->n ? R->n : 1) * sizeof *items);
+  struct ks_commit_outcome out;
+  int r;
 
+  if (items == NULL)
+    return ks_err_set(err, ENOMEM, "malloc", NULL);
   for (size_t i = 0; i < R->n; i++) {
-    const char *p = R->arena + R->members[i].path_off;
-    const char *slash = strrchr(p, '/');
-    size_t plen = slash != NULL ? (size_t) (slash - p) : 0;
-    const char *leaf = slash != NULL ? slash + 1 : p;
-    int dirfd;
-    int r;
-
-    /* Consecutive members of one directory share its descriptor. */
-    if (!have_parent || strlen(last_parent) != plen || memcmp(last_parent, p, plen) != 0) {
-      int fd = -1;
-      ks_close_keep_errno(parentfd);
-      parentfd = -1;
-      r = ks__open_parent(R, p, &fd, &leaf, err);
-      if (r < 0) {
-        ks__report(R->rep, "could not create a member's directory", p);
-        return r;
-      }
-      parentfd = fd;
-      memcpy(last_parent, p, plen);
-      last_parent[plen] = '\0';
-      have_parent = true;
-    }
-    dirfd = parentfd >= 0 ? parentfd : R->rootfd;
-    if (R->members[i].type == KS_TAR_DIR) {
-      struct stat st;
-      if (mkdirat(dirfd, leaf, 0755) < 0 && errno != EEXIST)
-        return ks_err_set(err, errno, "mkdirat", NULL);
-      if (fstatat(dirfd, leaf, &st, AT_SYMLINK_NOFOLLOW) < 0)
-        return ks_err_set(err, errno, "fstatat", NULL);
-      if (!S_ISDIR(st.st_mode))
-        return ks__refuse(R, ELOOP, "a directory member was replaced during the restore", p,
-                          err);
-    } else {
-      char stage[24];
-      ks__stage_name(stage, sizeof stage, i);
-      /* rename never follows a symlink at the destination: it replaces it. */
-      if (renameat(R->stagefd, stage, dirfd, leaf) < 0) {
-        int saved = errno;
-        ks__report(R->rep, "could not move a member into place", p);
-        return ks_err_set(err, saved, "renameat", NULL);
-      }
-    }
+    items[i].path = R->arena + R->members[i].path_off;
+    items[i].is_dir = R->members[i].type == KS_TAR_DIR;
   }
-  return 0;
+  r = ks_commit(R->rootfd, R->stagefd, items, R->n, ks__stage_name, &out, err);
+  if (r < 0) {
+    char message[160];
+    snprintf(message, sizeof message, "%s; %s", out.message,
+             out.undo_complete ? "nothing was restored"
+                               : "the undo was incomplete: the workspace may hold part of "
+                                 "the snapshot (it changed during the restore)");
+    ks__report(R->rep, message, out.failed);
+    if (R->rep != NULL)
+      R->rep->committing = true;
+  }
+  free(items);
+  return r;
 }
 
 static void ks__discard_stage(struct ks__restore *R) {

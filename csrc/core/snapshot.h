@@ -13,6 +13,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <stdbool.h>
+
 #include "err.h"
 #include "tar.h"
 
@@ -24,6 +26,7 @@
 struct ks_restore_report {
   char message[160];                 /* a sentence, or "" */
   char member[KS_TAR_PATH_MAX + 1];  /* the member concerned, or "" */
+  bool committing; /* the archive was sound; moving it into place failed */
 };
 
 /* Writes a gzip'd USTAR archive of the workspace's regular files (sorted

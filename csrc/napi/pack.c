@@ -108,6 +108,8 @@ static napi_value ks__ws_restore(napi_env env, napi_callback_info info) {
       if (rep.member[0] != '\0' &&
           napi_create_string_utf8(env, rep.member, NAPI_AUTO_LENGTH, &v) == napi_ok)
         (void) ks_napi_set(env, e, "member", v);
+      if (rep.committing && napi_get_boolean(env, true, &v) == napi_ok)
+        (void) ks_napi_set(env, e, "committing", v);
     }
     if (e != NULL)
       napi_throw(env, e);
