@@ -47,10 +47,6 @@ function within(child, parent) {
   return child === parent || child.startsWith(parent === "/" ? "/" : `${parent}/`);
 }
 
-function sameInode(a, b) {
-  return a && b && a.dev === b.dev && a.ino === b.ino;
-}
-
 function statOrNull(p) {
   try {
     return fs.statSync(p);
@@ -84,10 +80,27 @@ function checkHostSource(src, what) {
   };
   for (const t of trees) if (within(real, t) || within(t, real)) refuse();
   for (const p of [...SENSITIVE_PATHS, home]) if (within(p, real)) refuse();
-  // A bind mount can give a sensitive directory a second, innocent name.
+  // A bind mount can give a sensitive directory a second, innocent name
+  // (A30), so the same rules are applied again by device and inode: the
+  // source must not be a sensitive path or an ancestor of one (an alias of
+  // "/" contains /etc), and no ancestor of the source may be a sensitive
+  // tree (a path inside an alias of /etc lies inside /etc).
+  const ids = (paths) => new Set(paths.map(statOrNull).filter(Boolean).map((s) => `${s.dev}:${s.ino}`));
+  const withAncestors = [];
+  for (const p of [...trees, ...SENSITIVE_PATHS, home]) {
+    for (let a = p; ; a = path.dirname(a)) {
+      withAncestors.push(a);
+      if (a === path.dirname(a)) break;
+    }
+  }
+  const contained = ids(withAncestors);
+  const treeIds = ids(trees);
   const st = statOrNull(real);
-  for (const p of [...SENSITIVE_TREES, ...SENSITIVE_PATHS, home]) {
-    if (sameInode(st, statOrNull(p))) refuse();
+  if (st && contained.has(`${st.dev}:${st.ino}`)) refuse();
+  for (let a = real; ; a = path.dirname(a)) {
+    const s = a === real ? st : statOrNull(a);
+    if (s && treeIds.has(`${s.dev}:${s.ino}`)) refuse();
+    if (a === path.dirname(a)) break;
   }
   return real;
 }
