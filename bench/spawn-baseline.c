@@ -1,7 +1,12 @@
-/* The baseline of the per-call overhead figure: spawn the same kern argv
- * directly from C, N times in a row, with stdout/stderr drained and the
- * started fd and env fd wired as the addon does, and print the mean wall
- * time per call in microseconds. No supervision, no JS: the floor. */
+/* The baselines of the per-call overhead and concurrency figures: spawn the
+ * same kern argv directly from C, with stdout/stderr drained and the started
+ * fd and env fd wired as the addon does. No supervision, no JS: the floor.
+ *
+ *   spawn-baseline N KERN ARGS...      N calls in a row: mean wall time per
+ *                                      call, in microseconds
+ *   spawn-baseline -c N KERN ARGS...   N calls at once (spawned back to back,
+ *                                      then all waited for): total wall time,
+ *                                      in microseconds */
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <spawn.h>
@@ -28,52 +33,87 @@ static double now_us(void) {
   return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
 }
 
+struct child {
+  pid_t pid;
+  int out;
+  int st;
+};
+
+/* Starts one kern with the addon's fd plan; 0 on success. */
+static int start(char **argv, struct child *c) {
+  int out[2], st[2];
+  int envfd = lift(memfd_create("env", MFD_CLOEXEC));
+  posix_spawn_file_actions_t fa;
+
+  if (write(envfd, "PYTHONPATH=/workspace/.deps\n", 28) != 28 || lseek(envfd, 0, SEEK_SET) != 0)
+    return -1;
+  if (pipe2(out, O_CLOEXEC) < 0 || pipe2(st, O_CLOEXEC) < 0)
+    return -1;
+  out[0] = lift(out[0]);
+  out[1] = lift(out[1]);
+  st[0] = lift(st[0]);
+  st[1] = lift(st[1]);
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_adddup2(&fa, out[1], 1);
+  posix_spawn_file_actions_adddup2(&fa, out[1], 2);
+  posix_spawn_file_actions_adddup2(&fa, st[1], 3);
+  posix_spawn_file_actions_adddup2(&fa, envfd, 4);
+  if (posix_spawn(&c->pid, argv[0], &fa, NULL, argv, environ) != 0)
+    return -1;
+  posix_spawn_file_actions_destroy(&fa);
+  close(out[1]);
+  close(st[1]);
+  close(envfd);
+  c->out = out[0];
+  c->st = st[0];
+  return 0;
+}
+
+/* Drains both pipes to EOF and reaps the child. */
+static void finish(struct child *c) {
+  char buf[65536];
+  int status;
+  while (read(c->out, buf, sizeof buf) > 0) {
+  }
+  while (read(c->st, buf, sizeof buf) > 0) {
+  }
+  close(c->out);
+  close(c->st);
+  waitpid(c->pid, &status, 0);
+}
+
 int main(int argc, char **argv) {
+  int concurrent = argc > 1 && strcmp(argv[1], "-c") == 0;
   int n;
   double t0;
-  char buf[65536];
 
-  if (argc < 3) {
-    fprintf(stderr, "usage: spawn-baseline N KERN ARGS...\n");
+  if (argc < 3 + concurrent) {
+    fprintf(stderr, "usage: spawn-baseline [-c] N KERN ARGS...\n");
     return 2;
   }
-  n = atoi(argv[1]);
+  n = atoi(argv[1 + concurrent]);
+  argv += 2 + concurrent;
   t0 = now_us();
+  if (concurrent) {
+    struct child *cs = calloc((size_t) n, sizeof *cs);
+    if (cs == NULL)
+      return 1;
+    for (int i = 0; i < n; i++) {
+      if (start(argv, &cs[i]) < 0)
+        return 1;
+    }
+    for (int i = 0; i < n; i++)
+      finish(&cs[i]);
+    printf("%.1f\n", now_us() - t0);
+    free(cs);
+    return 0;
+  }
   for (int i = 0; i < n; i++) {
-    int out[2], st[2];
-    int envfd = lift(memfd_create("env", MFD_CLOEXEC));
-    posix_spawn_file_actions_t fa;
-    pid_t pid;
-    int status;
-    ssize_t r;
-
-    if (write(envfd, "PYTHONPATH=/workspace/.deps\n", 28) != 28 || lseek(envfd, 0, SEEK_SET) != 0)
+    struct child c;
+    if (start(argv, &c) < 0)
       return 1;
-    if (pipe2(out, O_CLOEXEC) < 0 || pipe2(st, O_CLOEXEC) < 0)
-      return 1;
-    out[0] = lift(out[0]);
-    out[1] = lift(out[1]);
-    st[0] = lift(st[0]);
-    st[1] = lift(st[1]);
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-    posix_spawn_file_actions_adddup2(&fa, out[1], 1);
-    posix_spawn_file_actions_adddup2(&fa, out[1], 2);
-    posix_spawn_file_actions_adddup2(&fa, st[1], 3);
-    posix_spawn_file_actions_adddup2(&fa, envfd, 4);
-    if (posix_spawn(&pid, argv[2], &fa, NULL, argv + 2, environ) != 0)
-      return 1;
-    posix_spawn_file_actions_destroy(&fa);
-    close(out[1]);
-    close(st[1]);
-    close(envfd);
-    while ((r = read(out[0], buf, sizeof buf)) > 0) {
-    }
-    while ((r = read(st[0], buf, sizeof buf)) > 0) {
-    }
-    close(out[0]);
-    close(st[0]);
-    waitpid(pid, &status, 0);
+    finish(&c);
   }
   printf("%.1f\n", (now_us() - t0) / n);
   return 0;
