@@ -137,6 +137,39 @@ static int ks__fd_limit(void) {
   return (int) rl.rlim_cur;
 }
 
+/* The child's stack, one per spawning thread, kept for the thread's life.
+ * CLONE_VFORK returns only once the child has exec'd or exited, so the
+ * stack is free again by then. Mapping and unmapping it per spawn (as
+ * posix_spawn does) costs a TLB shootdown across all of Node's threads at
+ * every munmap, which a VM pays in inter-processor interrupts. */
+static pthread_key_t ks__stack_key;
+static pthread_once_t ks__stack_once = PTHREAD_ONCE_INIT;
+
+static void ks__stack_release(void *stack) { (void) munmap(stack, KS__CHILD_STACK_SIZE); }
+
+static void ks__stack_key_init(void) {
+  if (pthread_key_create(&ks__stack_key, ks__stack_release) != 0)
+    ks__stack_key = (pthread_key_t) -1;
+}
+
+static void *ks__child_stack(void) {
+  void *stack;
+  (void) pthread_once(&ks__stack_once, ks__stack_key_init);
+  if (ks__stack_key != (pthread_key_t) -1 &&
+      (stack = pthread_getspecific(ks__stack_key)) != NULL)
+    return stack;
+  stack = mmap(NULL, KS__CHILD_STACK_SIZE, PROT_READ | PROT_WRITE,
+               MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+  if (stack == MAP_FAILED)
+    return NULL;
+  if (ks__stack_key == (pthread_key_t) -1 || pthread_setspecific(ks__stack_key, stack) != 0) {
+    (void) munmap(stack, KS__CHILD_STACK_SIZE);
+    errno = ENOMEM;
+    return NULL;
+  }
+  return stack;
+}
+
 /* One clone attempt. Returns the pid, or -1 with errno set. */
 static pid_t ks__clone(struct ks__child *c, bool with_pidfd, int *ret_pidfd) {
   sigset_t all;
@@ -148,9 +181,8 @@ static pid_t ks__clone(struct ks__child *c, bool with_pidfd, int *ret_pidfd) {
 
   if (with_pidfd)
     flags |= CLONE_PIDFD;
-  stack = mmap(NULL, KS__CHILD_STACK_SIZE, PROT_READ | PROT_WRITE,
-               MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
-  if (stack == MAP_FAILED)
+  stack = ks__child_stack();
+  if (stack == NULL)
     return -1;
   /* No handler of ours may run in the child while it shares our memory. */
   sigfillset(&all);
@@ -158,7 +190,6 @@ static pid_t ks__clone(struct ks__child *c, bool with_pidfd, int *ret_pidfd) {
   pid = clone(ks__child_main, (char *) stack + KS__CHILD_STACK_SIZE, flags, c, ret_pidfd);
   saved = errno;
   (void) pthread_sigmask(SIG_SETMASK, &old, NULL);
-  (void) munmap(stack, KS__CHILD_STACK_SIZE);
   errno = saved;
   return pid;
 }
