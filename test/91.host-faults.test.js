@@ -1,0 +1,465 @@
+"use strict";
+
+// Faults of the host process around the engine (C9 (5) and (7), C13, C17,
+// C18, A39) and a leak census after a long mixed run (D1). Figures are
+// printed with each test. KERN_SANDBOX_STRESS=1 runs the catalogue's full
+// counts; the defaults keep this file near two minutes.
+const assert = require("assert");
+const crypto = require("crypto");
+const fs = require("fs");
+const os = require("os");
+const path = require("path");
+const readline = require("readline");
+const { spawn, execFileSync } = require("child_process");
+const { Worker } = require("worker_threads");
+const { Sandbox, withSandbox } = require("..");
+const binding = require("../lib/binding");
+const h = require("./lib/harness");
+
+const stress = process.env.KERN_SANDBOX_STRESS === "1";
+const NOBODY = 65534;
+
+function note(msg) {
+  console.log(`      ${msg}`);
+}
+
+function have(cmd) {
+  try {
+    execFileSync("sh", ["-c", `command -v ${cmd}`], { stdio: "pipe" });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** A private copy of the kern double in dir: its processes are told apart
+ * from every other test's by their exe (kern box and kern stop alike). */
+function privateKern(dir) {
+  const k = path.join(dir, "kern");
+  fs.copyFileSync(h.fakeKern(), k);
+  fs.chmodSync(k, 0o755);
+  return k;
+}
+
+/** Tasks (threads included, as RLIMIT_NPROC counts them) of a real uid. */
+function tasksOfUid(uid) {
+  let n = 0;
+  for (const pid of fs.readdirSync("/proc")) {
+    if (!/^\d+$/.test(pid)) continue;
+    try {
+      const st = fs.readFileSync(`/proc/${pid}/status`, "utf8");
+      if (Number(/^Uid:\s+(\d+)/m.exec(st)[1]) === uid) n += Number(/^Threads:\s+(\d+)/m.exec(st)[1]);
+    } catch {
+      /* gone meanwhile */
+    }
+  }
+  return n;
+}
+
+function exitOf(child) {
+  return new Promise((resolve) => {
+    if (child.exitCode !== null || child.signalCode !== null) resolve([child.exitCode, child.signalCode]);
+    else child.on("exit", (c, s) => resolve([c, s]));
+  });
+}
+
+/** Files under dirs whose content holds needle. */
+function secretFiles(dirs, needle) {
+  let n = 0;
+  const walk = (d) => {
+    let entries;
+    try {
+      entries = fs.readdirSync(d, { withFileTypes: true });
+    } catch {
+      return;
+    }
+    for (const e of entries) {
+      const p = path.join(d, e.name);
+      if (e.isDirectory()) walk(p);
+      else if (e.isFile() && fs.readFileSync(p).includes(needle)) n++;
+    }
+  };
+  dirs.forEach(walk);
+  return n;
+}
+
+/** The node include dir with node_api.h, or null. */
+function nodeInclude() {
+  for (const d of [path.resolve(process.execPath, "../../include/node"), "/usr/include/node"]) {
+    if (fs.existsSync(path.join(d, "node_api.h"))) return d;
+  }
+  return null;
+}
+
+describe("host faults", function () {
+  describe("C9: Node dies without cleaning up", function () {
+    it("C9 (5): a V8 out-of-memory abort leaves no kern or box process 2 s later", async function () {
+      this.timeout(30000);
+      const dir = h.tmpDir("oom-");
+      const kern = privateKern(dir);
+      const ws = path.join(dir, "ws");
+      fs.mkdirSync(ws);
+      const marker = `oom-${crypto.randomBytes(4).toString("hex")}`;
+      // cwd in the test's dir: a core file, if the host writes one, goes too.
+      const child = spawn(process.execPath, ["--max-old-space-size=48",
+        path.join(h.repo, "test/fixtures/scripts/oom-boxes.js"), h.repo, marker, ws],
+      { cwd: dir, env: { ...process.env, KERN_BIN: kern }, stdio: ["pipe", "pipe", "pipe"] });
+      let stderr = "";
+      child.stderr.on("data", (d) => (stderr += d));
+      const exited = exitOf(child);
+      await new Promise((resolve) => child.stdout.once("data", resolve));
+      // Positive control: four boxes (kern and its workload each) run.
+      assert.ok(await h.waitFor(() => h.processesWith(marker, [child.pid]).length >= 8, 5000),
+        `the boxes run: ${h.processesWith(marker, [child.pid])}`);
+      child.stdin.end("go\n");
+      const [code, signal] = await exited;
+      // It really died of V8's heap limit, not of something else.
+      assert.match(stderr, /heap out of memory|Reached heap limit/, stderr.slice(-500));
+      assert.ok(signal === "SIGABRT" || code === 134, `ended by ${code ?? signal}`);
+      const t0 = Date.now();
+      const gone = await h.waitFor(() => h.processesWith(marker).length === 0 &&
+        h.processesUsing(kern).length === 0, 2000);
+      note(`V8 OOM (${signal ?? code}): boxes gone ${Date.now() - t0} ms after the abort`);
+      assert.ok(gone, `left: ${h.processesWith(marker)} ${h.processesUsing(kern)}`);
+    });
+
+    it(`C9 (7): SIGKILL at ${stress ? "1,000" : "50"} random instants while boxes start and end: ` +
+      "no kern or box process 2 s after each", async function () {
+      const instants = stress ? 1000 : 50;
+      this.timeout(instants * 2500 + 10000);
+      const dir = h.tmpDir("kill9-");
+      const kern = privateKern(dir);
+      const tmp = path.join(dir, "tmp");
+      fs.mkdirSync(tmp);
+      const script = path.join(h.repo, "test/fixtures/scripts/churn-boxes.js");
+      let liveAtKill = 0;
+      let worst = 0;
+      for (let k = 0; k < instants; k++) {
+        const marker = `k9-${k}-${crypto.randomBytes(4).toString("hex")}`;
+        const ws = fs.mkdtempSync(path.join(dir, "ws-"));
+        const child = spawn(process.execPath, [script, h.repo, marker, ws],
+          { env: { ...process.env, KERN_BIN: kern, TMPDIR: tmp }, stdio: ["ignore", "pipe", "inherit"] });
+        const exited = exitOf(child);
+        await new Promise((resolve) => child.stdout.once("data", resolve));
+        await h.sleep(Math.random() * 200);
+        if (h.processesWith(marker, [child.pid]).length > 0) liveAtKill++;
+        child.kill("SIGKILL");
+        const [, signal] = await exited;
+        assert.strictEqual(signal, "SIGKILL", "it died of the kill, not on its own");
+        const t0 = Date.now();
+        const gone = await h.waitFor(() => h.processesWith(marker).length === 0 &&
+          h.processesUsing(kern).length === 0, 2000, 10);
+        worst = Math.max(worst, Date.now() - t0);
+        assert.ok(gone, `instant ${k}: left ${h.processesWith(marker)} ${h.processesUsing(kern)}`);
+        fs.rmSync(ws, { recursive: true, force: true });
+      }
+      note(`${instants} kills: boxes live at ${liveAtKill} of them; all gone, the slowest after ${worst} ms`);
+      // Positive control: the kills did land while boxes ran.
+      assert.ok(liveAtKill >= instants / 4, `boxes were live at only ${liveAtKill} kills`);
+      // No workspace, env file or other temp file was left behind.
+      assert.deepStrictEqual(fs.readdirSync(tmp), []);
+    });
+  });
+
+  it("C13: under RLIMIT_NPROC (unprivileged user, current + 5), 20 runs succeed or fail with " +
+    "a typed EAGAIN, never crash, and the session recovers", async function () {
+    this.timeout(60000);
+    if (process.getuid() !== 0) return h.skip(this, "RLIMIT_NPROC binds only a non-root user: needs root to switch");
+    if (!have("setpriv") || !have("prlimit")) return h.skip(this, "setpriv or prlimit is not installed");
+    // A directory the unprivileged user owns: the double keeps its state next
+    // to its binary, and the workspaces go to TMPDIR.
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "ks-nproc-"));
+    const children = [];
+    try {
+      fs.chmodSync(dir, 0o755);
+      const kern = privateKern(dir); // root-owned, 0755: accepted (A36)
+      const tmp = path.join(dir, "tmp");
+      fs.mkdirSync(tmp);
+      fs.chownSync(dir, NOBODY, NOBODY);
+      fs.chownSync(tmp, NOBODY, NOBODY);
+      const asNobody = ["--reuid=" + NOBODY, "--regid=" + NOBODY, "--clear-groups"];
+      try {
+        execFileSync("setpriv", [...asNobody, process.execPath, "-e", `require(${JSON.stringify(h.repo)})`],
+          { stdio: "pipe", cwd: "/" });
+      } catch (e) {
+        return h.skip(this, `the unprivileged user cannot load the package from ${h.repo}: ${e.stderr}`);
+      }
+
+      const session = async (limit) => {
+        const child = spawn("setpriv", [...asNobody, process.execPath,
+          path.join(h.repo, "test/fixtures/scripts/eagain.js"), h.repo],
+        { cwd: "/", env: { ...process.env, KERN_BIN: kern, TMPDIR: tmp, HOME: dir },
+          stdio: ["pipe", "pipe", "inherit"] });
+        const exited = exitOf(child);
+        children.push(child);
+        const lines = readline.createInterface({ input: child.stdout })[Symbol.asyncIterator]();
+        const next = async () => JSON.parse((await lines.next()).value);
+        const ready = await next();
+        assert.strictEqual(ready.uid, NOBODY);
+        assert.strictEqual(ready.ready, child.pid, "setpriv exec'd node in place");
+        let current = null;
+        if (limit) current = tasksOfUid(NOBODY);
+        child.stdin.end(limit ? `${current + 5}\n` : "none\n");
+        const limited = await next();
+        const lifted = await next();
+        const [code, signal] = await exited;
+        return { current, limited, lifted, code, signal };
+      };
+
+      // Positive control, same script and user, no limit: all 20 run.
+      const free = await session(false);
+      assert.deepStrictEqual(free.limited.other, []);
+      assert.strictEqual(free.limited.ok, 20);
+      assert.strictEqual(free.code, 0);
+
+      const r = await session(true);
+      note(`nproc ${r.current} + 5: ${r.limited.ok} ok, ${r.limited.eagain} typed EAGAIN from the ` +
+        `engine (${r.limited.syscalls.join(", ") || "-"}), ${r.limited.kernEagain} kern-side fork ` +
+        `failures (startup_failed); after: ${r.lifted.ok}/20 ok`);
+      assert.strictEqual(r.code, 0, `the child crashed: ${r.code ?? r.signal}`);
+      assert.deepStrictEqual(r.limited.other, []);
+      assert.strictEqual(r.limited.ok + r.limited.eagain + r.limited.kernEagain, 20);
+      assert.ok(r.limited.eagain > 0, "positive control: the limit bit the engine's own spawn");
+      assert.strictEqual(r.limited.recoveredAtLimit, true, "a run fits again once the 20 are over");
+      assert.deepStrictEqual(r.lifted.other, []);
+      assert.strictEqual(r.lifted.ok, 20, "all 20 run once the limit is lifted");
+      assert.deepStrictEqual(fs.readdirSync(tmp), [], "no workspace left");
+    } finally {
+      // A failed assertion must not leave the child waiting on its stdin.
+      for (const c of children) {
+        if (c.exitCode === null && c.signalCode === null) {
+          c.kill("SIGKILL");
+          await exitOf(c);
+        }
+      }
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  describe("C17: a foreign reaper in the host", function () {
+    let helper = null;
+    before(function () {
+      this.timeout(30000);
+      const inc = nodeInclude();
+      if (inc === null || !have("cc")) return;
+      helper = path.join(h.tmpDir("reaper-"), "foreign_reaper.node");
+      execFileSync("cc", ["-shared", "-fPIC", "-O2", "-Wall", "-Wextra", "-Werror", `-I${inc}`,
+        "-o", helper, path.join(h.repo, "test/fixtures/foreign-reaper.c")], { stdio: "pipe" });
+    });
+
+    const census = (pauseUs, rounds) => {
+      const out = execFileSync(process.execPath, [path.join(h.repo, "test/fixtures/scripts/foreign-reaper.js"),
+        h.repo, helper, String(rounds), String(pauseUs)], { encoding: "utf8", timeout: 60000 });
+      return JSON.parse(out);
+    };
+    const show = (what, c) => note(`${what}: ${c.boxes} boxes (${c.exact} own status, ${c.unavailable} ` +
+      `status taken: exitCode -1, ${c.timeouts} timeouts); ${c.children} child_process children ` +
+      `(${c.childExit} 'exit', ${c.childStolen} taken); reaper took ${c.reaped} statuses`);
+
+    it("C17: with a thread looping waitpid(-1, WNOHANG), boxes (some timing out) and child_process " +
+      "children never hang, and no run gets another's status", function () {
+      this.timeout(90000);
+      if (helper === null) return h.skip(this, "no C compiler or no Node headers (node_api.h) to build the helper");
+      const rounds = stress ? 20 : 3;
+      // Positive control: without the reaper every run gets its own status.
+      const control = census(-1, 2);
+      show("no reaper", control);
+      assert.deepStrictEqual(control.bad, []);
+      assert.strictEqual(control.exact, 40);
+      assert.strictEqual(control.childExit, 24);
+
+      // A spinning reaper wins nearly every race; a slow one (100 ms naps)
+      // leaves the engine some: both paths must hold.
+      for (const pauseUs of [0, 100000]) {
+        const c = census(pauseUs, rounds);
+        show(`reaper pause ${pauseUs} us`, c);
+        assert.deepStrictEqual(c.bad, []);
+        assert.strictEqual(c.boxes, rounds * 24);
+        assert.strictEqual(c.exact + c.unavailable + c.timeouts, c.boxes);
+        assert.strictEqual(c.timeouts, rounds * 4);
+        assert.strictEqual(c.children, rounds * 12);
+        assert.ok(c.reaped > 0 && c.unavailable > 0, "positive control: the reaper took kern statuses");
+        if (pauseUs > 0) assert.ok(c.exact > 0, "the engine still reaps whatever the reaper leaves");
+      }
+    });
+  });
+
+  it(`D1: ${stress ? "10,000" : "1,000"} mixed runs (timeouts, floods, crashes, forged kern ` +
+    "lines, normal) on 4 sessions, then a leak census of 0", async function () {
+    const total = stress ? 10000 : 1000;
+    this.timeout(stress ? 900000 : 120000);
+    // A private TMPDIR for the sessions' workspaces and any env file: what is
+    // left in it afterwards is ours alone (another run may share /tmp).
+    const tmp = h.tmpDir("d1-tmp-");
+    const savedTmp = process.env.TMPDIR;
+    process.env.TMPDIR = tmp;
+    const memfds = () => fs.readdirSync("/proc/self/fd").filter((fd) => {
+      try {
+        return fs.readlinkSync(`/proc/self/fd/${fd}`).includes("kern-sandbox-env");
+      } catch {
+        return false;
+      }
+    }).length;
+    const secret = `D1-${crypto.randomBytes(8).toString("hex")}`;
+    // Two sessions take the timeouts, two the rest: under load (48 runs at
+    // once on a small machine) a normal run can take longer than a short
+    // deadline, and would then rightly be a timeout.
+    const opts = { timeoutS: 0.5, maxOutputBytes: 4096, env: { D1_SECRET: secret } };
+    const slow = { ...opts, timeoutS: 60 };
+
+    // Warm-up, then the baseline: the engine opens its own fds on first use.
+    await withSandbox(opts, (sbx) => sbx.run(["true"]));
+    await h.waitFor(() => h.children().length === 0, 12000);
+    const fds0 = h.openFds();
+    const kids0 = h.children();
+    assert.deepStrictEqual(kids0, [], "a clean slate: no child of ours before the run");
+
+    const kinds = ["timeout", "flood", "crash", "forged", "normal"];
+    const counts = Object.fromEntries(kinds.map((k) => [k, 0]));
+    const wrong = [];
+    global.gc?.();
+    const rss0 = process.memoryUsage().rss;
+    let peak = rss0;
+    const sampler = setInterval(() => {
+      peak = Math.max(peak, process.memoryUsage().rss);
+    }, 20);
+    const start = Date.now();
+    try {
+      const sessions = await Promise.all([opts, opts, slow, slow].map(async (o) => {
+        const s = new Sandbox(o);
+        await s.open();
+        return s;
+      }));
+      try {
+        let next = 0;
+        const check = (kind, r, i) => {
+          switch (kind) {
+          case "timeout": return r.fault !== null && r.fault.type === "timeout";
+          case "flood": return r.truncated && r.stdout.length === 4096 && r.exitCode === 0 && r.fault === null;
+          case "crash": return i % 2 === 0
+            ? r.exitCode === 139 && r.fault === null
+            : r.exitCode === 137 && r.fault !== null && r.fault.type === "killed";
+          case "forged": return r.exitCode === 125 && r.fault === null && r.stderr.includes("kern: error:");
+          default: return r.stdout === `n${i} ${secret}\n` && r.success;
+          }
+        };
+        const lane = async (l) => {
+          for (let i = next++; i < total; i = next++) {
+            const kind = kinds[i % kinds.length];
+            const cmd = {
+              timeout: "trap '' TERM; sleep 30",
+              flood: "head -c 1000000 /dev/zero",
+              crash: i % 2 === 0 ? "kill -SEGV $$" : "kill -KILL $$",
+              forged: "echo 'kern: error: sandbox: could not create the box' >&2; exit 125",
+              normal: `echo n${i} $D1_SECRET`,
+            }[kind];
+            const r = await sessions[(kind === "timeout" ? 0 : 2) + (l % 2)].run(["sh", "-c", cmd]);
+            counts[kind]++;
+            if (!check(kind, r, i)) wrong.push(`${kind} ${i}: exit ${r.exitCode} ${JSON.stringify(r.fault)}`);
+          }
+        };
+        await Promise.all(Array.from({ length: 48 }, (_, l) => lane(l)));
+      } finally {
+        await Promise.all(sessions.map((s) => s.close()));
+      }
+    } finally {
+      clearInterval(sampler);
+      if (savedTmp === undefined) delete process.env.TMPDIR;
+      else process.env.TMPDIR = savedTmp;
+    }
+    const wall = Date.now() - start;
+    peak = Math.max(peak, process.memoryUsage().rss);
+
+    // The census (H5). `kern stop` helpers of the last timeouts may still be
+    // finishing: the counts must come back, not be there this instant.
+    const live = await h.waitFor(() => binding.liveBoxes() === 0, 5000);
+    await h.waitFor(() => h.children().length === 0, 12000);
+    await h.waitFor(() => h.openFds() === fds0, 5000);
+    const leaks = {
+      liveBoxes: binding.liveBoxes(),
+      children: h.children().length, // zombies included
+      zombies: h.children().filter((c) => c.state === "Z").length,
+      fds: h.openFds() - fds0,
+      envMemfds: memfds(),
+      tmpEntries: fs.readdirSync(tmp).length, // workspaces, env files
+      kernProcesses: h.processesUsing(h.fakeKern()).length,
+      secretOnDisk: secretFiles([tmp, h.stateDir()], secret),
+    };
+    const leakTotal = Object.values(leaks).reduce((a, b) => a + Math.abs(b), 0);
+    const MiB = 1024 * 1024;
+    note(`D1: ${total} runs (${kinds.map((k) => `${counts[k]} ${k}`).join(", ")}) in ${wall} ms; ` +
+      `${wrong.length} wrong; leaks ${leakTotal} ${JSON.stringify(leaks)}; RSS ${(rss0 / MiB).toFixed(0)} MiB ` +
+      `before, peak ${(peak / MiB).toFixed(0)} MiB`);
+    assert.ok(live);
+    assert.deepStrictEqual(wrong, []);
+    assert.strictEqual(Object.values(counts).reduce((a, b) => a + b, 0), total);
+    assert.deepStrictEqual(leaks, { liveBoxes: 0, children: 0, zombies: 0, fds: 0, envMemfds: 0,
+      tmpEntries: 0, kernProcesses: 0, secretOnDisk: 0 });
+  });
+  it(`C18: ${stress ? "10,000" : "1,000"} runs while 8 worker threads churn malloc and the V8 GC: ` +
+    "no deadlock, every result right", async function () {
+    const total = stress ? 10000 : 1000;
+    this.timeout(stress ? 900000 : 120000);
+    const stop = new Int32Array(new SharedArrayBuffer(4));
+    const churn = `
+      const { workerData, parentPort } = require("worker_threads");
+      const { PerformanceObserver } = require("perf_hooks");
+      const stop = new Int32Array(workerData);
+      let gcs = 0;
+      const obs = new PerformanceObserver((l) => { gcs += l.getEntries().length; });
+      obs.observe({ entryTypes: ["gc"] });
+      let keep = [];
+      let rounds = 0;
+      // Bursts of 2 ms every 6 ms: eight threads churning on every core,
+      // and still CPU left for the runs on a small machine.
+      const step = () => {
+        const until = Date.now() + 2;
+        do {
+          for (let i = 0; i < 50; i++) {
+            keep.push(Buffer.allocUnsafeSlow(512 + ((rounds * 131 + i * 37) % 16384))); // malloc/free
+            keep.push({ a: new Array(64).fill(rounds), s: "x".repeat(i) });
+          }
+          if (keep.length > 4000) keep = [];
+          rounds++;
+        } while (Date.now() < until);
+        if (Atomics.load(stop, 0) === 0) setTimeout(step, 4);
+        else { obs.disconnect(); parentPort.postMessage({ rounds, gcs }); }
+      };
+      step();`;
+    const workers = Array.from({ length: 8 }, () => new Worker(churn, { eval: true, workerData: stop.buffer }));
+    const reports = workers.map((w) => new Promise((resolve, reject) => {
+      w.once("message", resolve);
+      w.once("error", reject);
+    }));
+    const start = Date.now();
+    let bad = 0;
+    let done = 0;
+    try {
+      await Promise.all([0, 1].map((s) => withSandbox({ timeoutS: 30 }, async (sbx) => {
+        const lane = async (l) => {
+          for (let i = l; i < total / 2; i += 16) {
+            const tok = `s${s}-${i}-${crypto.randomBytes(4).toString("hex")}`;
+            const r = await sbx.run(["echo", tok]);
+            if (r.stdout !== `${tok}\n` || !r.success) bad++;
+            done++;
+          }
+        };
+        await Promise.all(Array.from({ length: 16 }, (_, l) => lane(l)));
+      })));
+    } finally {
+      Atomics.store(stop, 0, 1);
+    }
+    const churned = await Promise.all(reports);
+    await Promise.all(workers.map((w) => new Promise((resolve) => w.once("exit", resolve))));
+    const wall = Date.now() - start;
+    const gcs = churned.reduce((a, c) => a + c.gcs, 0);
+    const rounds = churned.reduce((a, c) => a + c.rounds, 0);
+    note(`${done} runs in ${wall} ms (${(done / (wall / 1000)).toFixed(0)}/s) beside 8 churning ` +
+      `workers: ${rounds} churn rounds, ${gcs} GCs in the workers; ${bad} wrong results`);
+    assert.strictEqual(done, total);
+    assert.strictEqual(bad, 0);
+    // Positive control: the workers did churn, and collected, during the runs.
+    assert.ok(gcs > 8 && rounds > 80, `gcs ${gcs}, rounds ${rounds}`);
+    assert.ok(await h.waitFor(() => binding.liveBoxes() === 0));
+  });
+});
