@@ -4,6 +4,7 @@
 // nothing behind (C3, C4, C5, C19, and a kern that ignores SIGTERM).
 const assert = require("assert");
 const fs = require("fs");
+const { execFileSync } = require("child_process");
 const path = require("path");
 const { runCode } = require("..");
 const binding = require("../lib/binding");
@@ -28,6 +29,22 @@ describe("a misbehaving kern", function () {
     assert.strictEqual(r.fault, null);
     assert.ok(wall < 1000, `wall ${wall}`);
     assert.deepStrictEqual(await h.waitFor(() => h.processesUsing(h.fakeKern()).length === 0, 1000), true);
+  });
+
+  it("C5: the group kill works by pidfd (Linux >= 6.9) and by number (forced fallback)", async function () {
+    // Each way in a child node, since the switch is read when the addon loads.
+    this.timeout(30000);
+    const code = `
+      const { runCode } = require(${JSON.stringify(h.repo)});
+      runCode("echo done", { language: "bash", image: "fake:holder" })
+        .then((r) => console.log(JSON.stringify({ stdout: r.stdout, fault: r.fault })));`;
+    for (const fallback of ["", "pidfd_pgrp"]) {
+      const env = { ...process.env, KERN_SANDBOX_FORCE_FALLBACK: fallback };
+      const out = execFileSync(process.execPath, ["-e", code], { env, encoding: "utf8", timeout: 20000 });
+      assert.deepStrictEqual(JSON.parse(out), { stdout: "done\n", fault: null }, `fallback '${fallback}'`);
+      assert.ok(await h.waitFor(() => h.processesUsing(h.fakeKern()).length === 0, 1000),
+        `fallback '${fallback}': the holder in kern's group was killed`);
+    }
   });
 
   it("C3: a daemon in a new session holds the pipes: resolves after a bounded drain", async function () {

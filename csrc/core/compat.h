@@ -23,6 +23,9 @@
 #ifndef SYS_openat2
 #define SYS_openat2 437
 #endif
+#ifndef PIDFD_SIGNAL_PROCESS_GROUP
+#define PIDFD_SIGNAL_PROCESS_GROUP (1U << 2)
+#endif
 #ifndef CLONE_PIDFD
 #define CLONE_PIDFD 0x00001000
 #endif
@@ -32,6 +35,7 @@ enum ks_feature {
   KS_FEATURE_CLONE_PIDFD = 1 << 1,
   KS_FEATURE_CLOSE_RANGE = 1 << 2,
   KS_FEATURE_MEMFD = 1 << 3,
+  KS_FEATURE_PIDFD_PGRP = 1 << 4, /* pidfd_send_signal(PIDFD_SIGNAL_PROCESS_GROUP), 6.9 */
 };
 
 /* Tests force the fallback paths on a kernel that has every feature:
@@ -43,8 +47,8 @@ static inline int ks_sys_pidfd_open(pid_t pid, unsigned flags) {
   return (int) syscall(SYS_pidfd_open, pid, flags);
 }
 
-static inline int ks_sys_pidfd_send_signal(int pidfd, int sig) {
-  return (int) syscall(SYS_pidfd_send_signal, pidfd, sig, NULL, 0);
+static inline int ks_sys_pidfd_send_signal(int pidfd, int sig, unsigned flags) {
+  return (int) syscall(SYS_pidfd_send_signal, pidfd, sig, NULL, flags);
 }
 
 static inline int ks_sys_close_range(unsigned first, unsigned last, unsigned flags) {

@@ -290,10 +290,12 @@ out:
 int ks_proc_signal(struct ks_proc *p, int sig) {
   if (p->reaped)
     return 0;
-  if (p->pidfd >= 0 && ks_sys_pidfd_send_signal(p->pidfd, sig) == 0)
-    return 0;
-  if (errno == ESRCH)
-    return 0;
+  if (p->pidfd >= 0) {
+    if (ks_sys_pidfd_send_signal(p->pidfd, sig, 0) == 0 || errno == ESRCH)
+      return 0;
+    if (errno != ENOSYS)
+      return -errno;
+  }
   /* No pidfd_send_signal (Linux < 5.1): the pid is still ours because the
    * child is unreaped. */
   if (kill(p->pid, sig) < 0 && errno != ESRCH)
@@ -301,8 +303,40 @@ int ks_proc_signal(struct ks_proc *p, int sig) {
   return 0;
 }
 
+/* Whether someone else (a foreign waitpid(-1) in the host) reaped the child:
+ * its pid, and so its group id, may then belong to another process. */
+static bool ks__reaped_elsewhere(struct ks_proc *p) {
+  siginfo_t si;
+  if (p->pidfd < 0)
+    return false;
+  memset(&si, 0, sizeof si);
+  if (waitid((idtype_t) P_PIDFD, (id_t) p->pidfd, &si, WEXITED | WNOHANG | WNOWAIT) < 0 &&
+      errno == ECHILD) {
+    p->reaped = true;
+    return true;
+  }
+  return false;
+}
+
 int ks_proc_signal_group(struct ks_proc *p, int sig) {
-  if (p->reaped)
+  static _Atomic int pgrp_support = 0; /* 0 unknown, 1 yes, -1 no */
+
+  /* Linux >= 6.9 signals the group through the pidfd: the group is named by
+   * kern's struct pid, which no other process can ever have, reaped or not. */
+  if (p->pidfd >= 0 && atomic_load(&pgrp_support) >= 0 &&
+      !ks_compat_disabled(KS_FEATURE_PIDFD_PGRP)) {
+    if (ks_sys_pidfd_send_signal(p->pidfd, sig, PIDFD_SIGNAL_PROCESS_GROUP) == 0 ||
+        errno == ESRCH) {
+      atomic_store(&pgrp_support, 1);
+      return 0;
+    }
+    if (errno != EINVAL && errno != ENOSYS)
+      return -errno;
+    atomic_store(&pgrp_support, -1);
+  }
+  /* By number: safe only while kern is unreaped, since an unreaped leader
+   * pins its group id. */
+  if (p->reaped || ks__reaped_elsewhere(p))
     return 0;
   if (kill(-p->pid, sig) < 0 && errno != ESRCH)
     return -errno;

@@ -6,7 +6,7 @@
 #include "../core/wswatch.h"
 #include "addon.h"
 
-/* KERN_SANDBOX_FORCE_FALLBACK=openat2,clone_pidfd,close_range,memfd makes the
+/* KERN_SANDBOX_FORCE_FALLBACK=openat2,clone_pidfd,close_range,memfd,pidfd_pgrp makes the
  * addon behave as if the kernel lacked those interfaces, so the tests can
  * exercise every fallback path on a modern kernel. */
 static void ks__read_forced_fallbacks(void) {
@@ -18,6 +18,7 @@ static void ks__read_forced_fallbacks(void) {
       {"clone_pidfd", KS_FEATURE_CLONE_PIDFD},
       {"close_range", KS_FEATURE_CLOSE_RANGE},
       {"memfd", KS_FEATURE_MEMFD},
+      {"pidfd_pgrp", KS_FEATURE_PIDFD_PGRP},
   };
   const char *v = getenv("KERN_SANDBOX_FORCE_FALLBACK");
   unsigned features = 0;
