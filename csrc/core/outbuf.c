@@ -12,32 +12,31 @@ void ks_outbuf_init(struct ks_outbuf *b, size_t cap) {
   b->alloc = 0;
   b->cap = cap;
   b->discarded = 0;
-  b->non_ascii = false;
 }
 
-static bool ks__has_high_bit(const unsigned char *p, size_t n) {
+bool ks_outbuf_is_ascii(const struct ks_outbuf *b) {
+  const unsigned char *p = (const unsigned char *) b->data;
   const uint64_t high = 0x8080808080808080ULL;
-  uint64_t acc = 0;
+  size_t n = b->len;
   size_t i = 0;
-  /* No early exit inside a block: the compiler vectorises the OR. */
-  for (; i + 64 <= n; i += 64) {
-    for (size_t j = 0; j < 64; j += 8) {
+
+  /* OR whole 4 KiB blocks (the compiler vectorises it), test once a block:
+   * this runs at memory bandwidth over a 64 MiB capture. */
+  for (; i + 4096 <= n; i += 4096) {
+    uint64_t acc = 0;
+    for (size_t j = 0; j < 4096; j += 8) {
       uint64_t w;
       memcpy(&w, p + i + j, sizeof w);
       acc |= w;
     }
     if (acc & high)
-      return true;
+      return false;
   }
-  for (; i < n; i++)
-    acc |= p[i];
-  return (acc & high) != 0; /* the tail's bytes landed in the low byte */
-}
-
-void ks_outbuf_commit(struct ks_outbuf *b, size_t n) {
-  if (!b->non_ascii && ks__has_high_bit((const unsigned char *) b->data + b->len, n))
-    b->non_ascii = true;
-  b->len += n;
+  for (; i < n; i++) {
+    if (p[i] & 0x80)
+      return false;
+  }
+  return true;
 }
 
 int ks_outbuf_reserve(struct ks_outbuf *b, size_t want, size_t *ret_room) {
@@ -74,7 +73,6 @@ char *ks_outbuf_take(struct ks_outbuf *b, size_t *ret_len) {
   b->data = NULL;
   b->len = 0;
   b->alloc = 0;
-  b->non_ascii = false;
   return p;
 }
 

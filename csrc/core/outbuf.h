@@ -17,7 +17,6 @@ struct ks_outbuf {
   size_t alloc;
   size_t cap;
   uint64_t discarded; /* bytes read past the cap */
-  bool non_ascii;      /* a kept byte is >= 0x80 */
 };
 
 void ks_outbuf_init(struct ks_outbuf *b, size_t cap);
@@ -26,17 +25,13 @@ void ks_outbuf_init(struct ks_outbuf *b, size_t cap);
  * at data + len. Returns 0, -ENOSPC when the cap is reached, or -ENOMEM. */
 int ks_outbuf_reserve(struct ks_outbuf *b, size_t want, size_t *ret_room);
 
-/* Keeps the n bytes just read at data + len. Also notes whether they are
- * all ASCII, while they are still in the cache: the JS thread can then make
- * the result string without reading 64 MiB again. */
-void ks_outbuf_commit(struct ks_outbuf *b, size_t n);
+static inline void ks_outbuf_commit(struct ks_outbuf *b, size_t n) { b->len += n; }
 
-static inline bool ks_outbuf_is_ascii(const struct ks_outbuf *b) { return !b->non_ascii; }
+/* Whether every kept byte is ASCII. One pass over the bytes: call it off the
+ * supervisor and JS threads (the scan thread does, when a run ends). */
+bool ks_outbuf_is_ascii(const struct ks_outbuf *b);
 
-static inline bool ks_outbuf_full(const struct ks_outbuf *b) { return b->len >= b->cap; }
-
-/* Gives the bytes to the caller (free() them); the buffer becomes empty
- * (and ASCII again). */
+/* Gives the bytes to the caller (free() them); the buffer becomes empty. */
 char *ks_outbuf_take(struct ks_outbuf *b, size_t *ret_len);
 
 void ks_outbuf_free(struct ks_outbuf *b);

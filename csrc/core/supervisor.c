@@ -68,6 +68,7 @@ struct ks_box {
   struct ks_box *prev;
   struct ks_proc proc;
   int fd[KS__BOX_PIPES];
+  bool pipe_grown[2]; /* stdout/stderr pipe enlarged for a heavy writer */
   struct ks__watch watch[KS__BOX_PIPES + 1];
   uint64_t start_ns;
   uint64_t deadline_ns;
@@ -475,6 +476,20 @@ static void ks__spawn_box(struct ks_sup *sup, struct ks_box *box) {
 /* Reads what one output pipe holds, up to a budget. Under the cap the bytes
  * land directly in the result buffer; past it they are dropped (spliced to
  * /dev/null without a copy when nobody wants to see them). */
+/* A box that filled its 64 KiB pipe in one wakeup is a heavy writer: a
+ * bigger pipe halves the wakeups (its and ours) per byte. Only such boxes
+ * get one, because big pipes count against the user's pipe-user-pages
+ * budget; where the kernel refuses, the pipe simply stays as it was. */
+#define KS__PIPE_HEAVY (64u << 10)
+#define KS__PIPE_GROWN (1u << 20)
+
+static void ks__maybe_grow_pipe(struct ks_box *box, enum ks_stream s, size_t drained) {
+  if (box->pipe_grown[s] || drained < KS__PIPE_HEAVY || box->fd[s] < 0)
+    return;
+  box->pipe_grown[s] = true;
+  (void) fcntl(box->fd[s], F_SETPIPE_SZ, (int) KS__PIPE_GROWN);
+}
+
 static void ks__drain_output(struct ks_sup *sup, struct ks_box *box, enum ks_stream s,
                              size_t budget) {
   struct ks_outbuf *b = &box->res.out[s];
@@ -513,8 +528,10 @@ static void ks__drain_output(struct ks_sup *sup, struct ks_box *box, enum ks_str
     }
     if (n < 0 && errno == EINTR)
       continue;
-    if (n < 0 && errno == EAGAIN)
+    if (n < 0 && errno == EAGAIN) {
+      ks__maybe_grow_pipe(box, s, done);
       break;
+    }
     ks__watch_close(sup, &box->fd[s]); /* EOF or a broken pipe */
   }
 }

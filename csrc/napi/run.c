@@ -30,6 +30,7 @@ struct ks__run {
   /* Non-ASCII output decoded before the JS thread sees it (ks__on_done). */
   struct ks_text text[2];
   bool decoded[2];
+  bool ascii[2]; /* found by ks__decode_output: wrap the bytes as they are */
 };
 
 enum ks__msg_kind { KS__MSG_CHUNK, KS__MSG_DONE };
@@ -127,8 +128,12 @@ static void ks__decode_output(struct ks__run *run, struct ks_box *box) {
     struct ks_outbuf *b = &res->out[s];
     size_t len;
     char *bytes;
-    if (b->len == 0 || ks_outbuf_is_ascii(b))
+    if (b->len == 0)
       continue;
+    if (ks_outbuf_is_ascii(b)) {
+      run->ascii[s] = true;
+      continue;
+    }
     bytes = ks_outbuf_take(b, &len);
     if (ks_text_from_utf8(bytes, len, &run->text[s]) == 0) {
       run->decoded[s] = true;
@@ -136,7 +141,6 @@ static void ks__decode_output(struct ks__run *run, struct ks_box *box) {
       /* Put the bytes back for the JS thread's own decoding. */
       b->data = bytes;
       b->len = b->alloc = len;
-      b->non_ascii = true;
     }
   }
 }
@@ -179,7 +183,7 @@ static napi_value ks__take_string(napi_env env, struct ks__run *run, struct ks_o
                                   int stream) {
   napi_value s = NULL;
   size_t len;
-  bool ascii = ks_outbuf_is_ascii(b); /* known from the drain: no pass over the bytes here */
+  bool ascii = run->ascii[stream]; /* known from ks__decode_output: no pass here */
   char *data;
   bool copied = false;
 
