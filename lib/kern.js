@@ -78,9 +78,20 @@ function kernEnv({ enforceLimits, startedFd }, env = process.env) {
   return out;
 }
 
+// Random bytes for box names, drawn from the CSPRNG 4 KiB at a time: one
+// randomBytes(8) per call costs more than the rest of the name's path.
+let namePool = Buffer.alloc(0);
+let namePos = 0;
+
 function boxName() {
   // kern box names: 1-64 of [A-Za-z0-9_.-], starting alphanumeric.
-  return `ksbx-${crypto.randomBytes(8).toString("hex")}`;
+  if (namePos + 8 > namePool.length) {
+    namePool = crypto.randomBytes(4096);
+    namePos = 0;
+  }
+  const hex = namePool.toString("hex", namePos, namePos + 8);
+  namePos += 8;
+  return `ksbx-${hex}`;
 }
 
 /**

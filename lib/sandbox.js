@@ -37,6 +37,7 @@ class Sandbox {
   #opening = null;
   #busy = 0; // workspace operations in flight; the root fd outlives them
   #kernEnv = null; // kern's environment, fixed when the session opens
+  #tmpdir = ""; // for the env-file fallback, fixed when the session opens too
   #group = 0;
   #watch = null; // the engine's view of the workspace, for result.files
   #inflight = new Set(); // promises of workspace operations and runs
@@ -117,6 +118,7 @@ class Sandbox {
     this.#ownWs = own;
     this.#group = nextGroup++;
     this.#kernEnv = kernEnv({ enforceLimits: this.#o.enforceLimits, startedFd: binding.STARTED_FD });
+    this.#tmpdir = os.tmpdir();
     this.#entered = true;
     this.#closing = false;
     if (this.#o.setup) {
@@ -225,7 +227,7 @@ class Sandbox {
         // One native call: the engine scans the workspace before and after
         // the box on its own thread, spawns, supervises and kills.
         raw = await binding.run(this.#kern, argv, this.#kernEnv, envFileContent(o.env),
-          os.tmpdir(), [this.#kern, "stop", name], timeoutS * 1000, o.maxOutputBytes,
+          this.#tmpdir, [this.#kern, "stop", name], timeoutS * 1000, o.maxOutputBytes,
           o.onStdout, o.onStderr, this.#watch, this.#group);
       } catch (e) {
         if (e.code === "ECANCELED")
