@@ -10,6 +10,7 @@ const zlib = require("zlib");
 const { execFileSync } = require("child_process");
 const { Sandbox, SandboxError } = require("..");
 const h = require("./lib/harness");
+const { snapshotSession } = require("./lib/snapshot-session");
 
 const MAKE = path.join(h.repo, "test/fixtures/make-archive.py");
 
@@ -28,26 +29,11 @@ function treeOf(dir) {
 }
 
 describe("snapshot and restore", function () {
-  let saved;
   let sbx;
   let ws;
   let out;
-
-  before(function () {
-    saved = process.env.KERN_SANDBOX_SNAPSHOT;
-    process.env.KERN_SANDBOX_SNAPSHOT = "1";
-  });
-  after(function () {
-    if (saved === undefined) delete process.env.KERN_SANDBOX_SNAPSHOT;
-    else process.env.KERN_SANDBOX_SNAPSHOT = saved;
-  });
-  beforeEach(async function () {
-    ws = h.tmpDir("snapws-");
-    out = h.tmpDir("snapout-");
-    sbx = await new Sandbox({ workspace: ws }).open();
-  });
-  afterEach(async function () {
-    await sbx.close();
+  snapshotSession((s) => {
+    ({ sbx, ws, out } = s);
   });
 
   it("is opt-in: without KERN_SANDBOX_SNAPSHOT=1 both throw a SandboxError that says so", function () {

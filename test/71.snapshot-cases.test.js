@@ -14,6 +14,7 @@ const crypto = require("crypto");
 const { execFileSync, spawnSync } = require("child_process");
 const { Sandbox, SandboxError } = require("..");
 const h = require("./lib/harness");
+const { snapshotSession } = require("./lib/snapshot-session");
 
 const MAKE = path.join(h.repo, "test/fixtures/make-archive.py");
 const ERRNO = os.constants.errno;
@@ -98,26 +99,11 @@ function fill(dir, name = "filler") {
 }
 
 describe("snapshot and restore: the remaining catalogue cases", function () {
-  let saved;
   let sbx;
   let ws;
   let out;
-
-  before(function () {
-    saved = process.env.KERN_SANDBOX_SNAPSHOT;
-    process.env.KERN_SANDBOX_SNAPSHOT = "1";
-  });
-  after(function () {
-    if (saved === undefined) delete process.env.KERN_SANDBOX_SNAPSHOT;
-    else process.env.KERN_SANDBOX_SNAPSHOT = saved;
-  });
-  beforeEach(async function () {
-    ws = h.tmpDir("snapws-");
-    out = h.tmpDir("snapout-");
-    sbx = await new Sandbox({ workspace: ws }).open();
-  });
-  afterEach(async function () {
-    await sbx.close();
+  snapshotSession((s) => {
+    ({ sbx, ws, out } = s);
   });
 
   describe("A5: Windows-isms", function () {
