@@ -13,6 +13,7 @@ const { checkHostSource, within } = require("./mounts");
 const { findKern, kernEnv, boxName, boxArgv, envFileContent, DEPS_DIR } = require("./kern");
 const { classify, exitCodeOf } = require("./faults");
 const { ExecutionResult } = require("./result");
+const { unpackChanges } = require("./changes");
 const { SandboxError, MountRefused, escapeControl, sandboxErrorFromSystem } = require("./errors");
 const { checkRelPath } = require("./paths");
 const snapshots = require("./snapshot");
@@ -146,7 +147,7 @@ class Sandbox {
     binding.cancelGroup(this.#group);
     await Promise.allSettled([...this.#inflight]);
     // Its inotify instance and watches go before the tree does.
-    if (this.#watch !== null) binding.wsWatchClose(this.#watch);
+    if (this.#watch !== null) await binding.wsWatchClose(this.#watch);
     this.#watch = null;
     if (this.#ownWs && this.#rootfd >= 0) {
       // Beneath the held descriptor, never following a link a box planted.
@@ -243,7 +244,7 @@ class Sandbox {
         fault,
         // No list when the workspace could not be scanned (a box can make it
         // too big or too deep to walk): the run's own result still stands.
-        files: raw.files === null ? [] : raw.files.map(([p, size, change]) => ({ path: p, size, change })),
+        files: raw.files === null ? [] : unpackChanges(raw.files),
         truncated: raw.stdoutDiscarded > 0 || raw.stderrDiscarded > 0,
       });
     });

@@ -97,6 +97,25 @@ describe("run", function () {
     });
   });
 
+  it("reports names that are not UTF-8 as Buffers, and any name exactly, in order", async function () {
+    // The engine hands result.files over packed (paths joined by NUL, sizes
+    // and kinds in typed arrays); lib/changes.js unpacks them.
+    await withSandbox(async (sbx) => {
+      await sbx.writeFile("b-mod", "1");
+      const r = await sbx.run(["sh", "-c",
+        "printf 12 > b-mod && printf 1 > \"$(printf 'a-raw\\377')\" && printf 123 > 'c-\u00fc \u4e2d' && " +
+        "printf '' > 'd-empty'"]);
+      assert.strictEqual(r.files.length, 4);
+      const [raw, mod, uni, empty] = r.files;
+      assert.ok(Buffer.isBuffer(raw.path), "a name that is not UTF-8 stays bytes");
+      assert.deepStrictEqual(raw.path, Buffer.from("a-raw\xff", "latin1"));
+      assert.deepStrictEqual({ ...raw, path: null }, { path: null, size: 1, change: "created" });
+      assert.deepStrictEqual(mod, { path: "b-mod", size: 2, change: "modified" });
+      assert.deepStrictEqual(uni, { path: "c-\u00fc \u4e2d", size: 3, change: "created" });
+      assert.deepStrictEqual(empty, { path: "d-empty", size: 0, change: "created" });
+    });
+  });
+
   it("passes code over 128 KiB through a workspace file and removes it", async function () {
     await withSandbox(async (sbx) => {
       const code = `x = "${"a".repeat(140 * 1024)}"\nprint(len(x))\n`;

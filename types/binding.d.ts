@@ -29,8 +29,8 @@ export interface RawRunResult {
   durationMs: number;
   userCpuMs: number;
   systemCpuMs: number;
-  /** Files created/modified, or null if the workspace could not be scanned. */
-  files: Array<[path: string | Buffer, size: number, change: "created" | "modified"]> | null;
+  /** Files created/modified (lib/changes.js unpacks them), or null if the workspace could not be scanned. */
+  files: PackedChanges | null;
   /** -errno of a failed scan, or 0. */
   scanErrno: number;
 }
@@ -76,16 +76,26 @@ export function liveBoxes(): number;
 export interface WsWatch { readonly __wsWatch: unique symbol }
 export function wsWatch(rootfd: number): WsWatch;
 /** Releases the session's reference (idempotent); runs in flight keep theirs. */
-export function wsWatchClose(watch: WsWatch): void;
+export function wsWatchClose(watch: WsWatch): Promise<void>;
 
 export function wsOpen(absPath: string): number;
 export function wsClose(fd: number): void;
 export function wsWriteFile(rootfd: number, rel: string, data: Buffer): Promise<void>;
 export function wsReadFile(rootfd: number, rel: string, maxBytes: number): Promise<Buffer>;
+/** Changed files, packed: one object per file would cost the JS thread N-API calls per file. */
+export interface PackedChanges {
+  /** Every path that is valid UTF-8, joined by "\0" ("" in the place of the others). */
+  paths: string;
+  sizes: Float64Array;
+  /** 0 created, 1 modified. */
+  kinds: Uint8Array;
+  /** At index i, path i as bytes when it is not valid UTF-8; null if there is none. */
+  raw: Array<Buffer | undefined> | null;
+}
+
 export function wsList(rootfd: number, subdir: string): Promise<Array<[string | Buffer, number]>>;
 export function wsScan(rootfd: number): Promise<object>;
-export function wsDiff(rootfd: number, before: object):
-  Promise<Array<[string | Buffer, number, "created" | "modified"]>>;
+export function wsDiff(rootfd: number, before: object): Promise<PackedChanges>;
 export function wsRemoveTree(rootfd: number): Promise<void>;
 
 /** Writes destDir/destName atomically. Synchronous. */

@@ -69,12 +69,43 @@ struct ks_ws_watch *ks_napi_get_watch(napi_env env, napi_value v) {
   return h->watch;
 }
 
-/* wsWatchClose(handle): releases the session's reference now (the inotify
- * instance and its watches are a per-user resource); idempotent. */
+/* The release runs on a libuv worker: the last reference frees the
+ * tracker's index and inotify watches, which for a big workspace takes the
+ * JS thread 100 ms and more. */
+struct ks__watch_release {
+  napi_async_work work;
+  napi_deferred deferred;
+  struct ks_ws_watch *watch;
+};
+
+static void ks__watch_release_execute(napi_env env, void *data) {
+  struct ks__watch_release *r = data;
+  (void) env;
+  ks_ws_watch_unref(r->watch);
+  r->watch = NULL;
+}
+
+static void ks__watch_release_complete(napi_env env, napi_status status, void *data) {
+  struct ks__watch_release *r = data;
+  napi_value undefined = NULL;
+  if (status != napi_ok && r->watch != NULL)
+    ks_ws_watch_unref(r->watch); /* cancelled: release it here after all */
+  (void) napi_get_undefined(env, &undefined);
+  (void) napi_resolve_deferred(env, r->deferred, undefined);
+  (void) napi_delete_async_work(env, r->work);
+  free(r);
+}
+
+/* wsWatchClose(handle) -> Promise: releases the session's reference now
+ * (the inotify instance and its watches are a per-user resource), off the
+ * JS thread; idempotent. */
 static napi_value ks__ws_watch_close(napi_env env, napi_callback_info info) {
   size_t argc = 1;
   napi_value argv[1];
   struct ks__watch_handle *h = NULL;
+  struct ks__watch_release *r;
+  napi_value promise;
+  napi_value name;
   bool tagged = false;
 
   KS_NAPI_CALL(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
@@ -83,9 +114,30 @@ static napi_value ks__ws_watch_close(napi_env env, napi_callback_info info) {
     napi_throw_type_error(env, "ERR_INVALID_ARG_TYPE", "wsWatchClose(handle) takes a wsWatch handle");
     return NULL;
   }
-  ks_ws_watch_unref(h->watch);
+  r = calloc(1, sizeof *r);
+  if (r == NULL) {
+    napi_throw_error(env, "ENOMEM", "kern-sandbox: out of memory");
+    return NULL;
+  }
+  if (napi_create_promise(env, &r->deferred, &promise) != napi_ok ||
+      napi_create_string_utf8(env, "kern-sandbox:wsWatchClose", NAPI_AUTO_LENGTH, &name) !=
+          napi_ok ||
+      napi_create_async_work(env, NULL, name, ks__watch_release_execute,
+                             ks__watch_release_complete, r, &r->work) != napi_ok) {
+    free(r);
+    ks_napi_throw_last(env);
+    return NULL;
+  }
+  r->watch = h->watch; /* NULL if closed before: the work then does nothing */
   h->watch = NULL;
-  return NULL;
+  if (napi_queue_async_work(env, r->work) != napi_ok) {
+    ks_ws_watch_unref(r->watch);
+    r->watch = NULL;
+    (void) napi_delete_async_work(env, r->work);
+    ks_napi_throw_last(env);
+    return NULL; /* the deferred stays unsettled, but the caller got a throw */
+  }
+  return promise;
 }
 
 bool ks_napi_init_watch(napi_env env, napi_value exports) {
