@@ -18,7 +18,8 @@ const h = require("./lib/harness");
 const probe = require("./fixtures/scripts/ws-probe");
 const attack = require("./fixtures/scripts/ws-attack");
 
-const OPS = 100000;
+// KERN_SANDBOX_STRESS=1: the catalogue's D2 figure (400,000 ops per mode).
+const OPS = process.env.KERN_SANDBOX_STRESS === "1" ? 400000 : 100000;
 const CONCURRENCY = 16;
 const MIN_SWAPS = 1000;
 const ALLOWED = ["ELOOP", "ENOTDIR", "ENOENT", "EAGAIN"];
@@ -105,7 +106,7 @@ describe("workspace race (H4): d <-> l -> $OUTER exchanged during 100,000 host c
   }
 
   it("A17/A18 (D2): openat2: 0 bytes written under $OUTER, 0 reads of it, only ELOOP/ENOTDIR/ENOENT/EAGAIN", async function () {
-    this.timeout(120000);
+    this.timeout(OPS > 100000 ? 600000 : 120000);
     const t0 = Date.now();
     const swapper = await attack.startSwapper(sbx, ws, "d", "l");
     let res;
@@ -120,7 +121,7 @@ describe("workspace race (H4): d <-> l -> $OUTER exchanged during 100,000 host c
   });
 
   it("A17/A18 (D2): the same with the openat2 fallback forced (KERN_SANDBOX_FORCE_FALLBACK=openat2)", async function () {
-    this.timeout(120000);
+    this.timeout(OPS > 100000 ? 600000 : 120000);
     const t0 = Date.now();
     const swapper = await attack.startSwapper(sbx, ws, "d", "l");
     let out;
