@@ -17,6 +17,9 @@ cd "$(dirname "$0")/.."
 node scripts/build-addon.js --debug >/dev/null || exit 1
 
 logs=$(mktemp -d "${TMPDIR:-/tmp}/ks-asan-XXXXXX")
+# Tests run some child processes as an unprivileged user (C13): their
+# sanitizer runtime must be able to write its log here too.
+chmod 1777 "$logs"
 asan=$(gcc -print-file-name=libasan.so)
 ubsan=$(gcc -print-file-name=libubsan.so)
 export LD_PRELOAD="$asan $ubsan"

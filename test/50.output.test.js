@@ -149,9 +149,12 @@ describe("output", function () {
       const r = await sh("head -c 50000000 /dev/zero", {
         maxOutputBytes: 50000000,
         onStdout: (c) => {
+          // A slow consumer: the first call alone holds the JS thread for
+          // 2 s, while the box writes far more than the in-flight budget
+          // (however big the engine's chunks are, however slow the machine).
+          const until = Date.now() + (seen === 0 ? 2000 : 20);
           seen += c.length;
-          const until = Date.now() + 20;
-          while (Date.now() < until) { /* a slow consumer */ }
+          while (Date.now() < until) { /* busy */ }
         },
       });
       assert.strictEqual(r.stdout.length, 50000000);
