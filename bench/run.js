@@ -27,6 +27,8 @@ if (!realKern) process.env.KERN_BIN = h.fakeKern();
 const kernName = realKern ? `real kern (${process.env.KERN_BIN})` : "the kern test double";
 process.env.KERN_SANDBOX_SNAPSHOT = "1";
 const { Sandbox, runCode } = require("..");
+const { boxArgv } = require("../lib/kern");
+const { normalizeOptions } = require("../lib/options");
 
 const median = (xs) => {
   const s = [...xs].sort((a, b) => a - b);
@@ -84,11 +86,18 @@ async function perCallOverhead() {
   loop.disable(); // compiling the helper is the bench's own synchronous work
   const helper = buildBaselineHelper();
   loop.enable();
-  const sbx = await new Sandbox().open();
+  const ws = fs.realpathSync(h.tmpDir("bench-ws-"));
+  const sbx = await new Sandbox({ workspace: ws }).open();
   try {
     for (let i = 0; i < 20; i++) await sbx.run(["true"]); // warm-up
-    // The exact argv the package used, replayed by the C helper.
-    const argv = realKern ? null : h.recordedArgv();
+    // The exact argv the package used, replayed by the C helper: recorded by
+    // the test double, or built the same way for a real kern (one box name,
+    // reused call after call).
+    const argv = realKern
+      ? boxArgv(normalizeOptions({ workspace: ws }), { kern: process.env.KERN_BIN,
+        name: "ksbench-baseline", workspace: ws, isSetup: false, depsDirExists: false,
+        envFd: 4, command: ["true"] }).argv
+      : h.recordedArgv();
     const N = QUICK ? 30 : 50;
     const ours = [];
     const base = [];
