@@ -83,6 +83,21 @@ static void finish(struct child *c) {
   waitpid(c->pid, &status, 0);
 }
 
+/* KS_BASELINE_UNIQUE=K: argument K (the box name) gets "-<call index>"
+ * appended for every call, as the package uses a fresh name per box. */
+static void unique_name(char **argv, int index) {
+  static char buf[256];
+  static char *base;
+  const char *k = getenv("KS_BASELINE_UNIQUE");
+  int pos = k != NULL ? atoi(k) : -1;
+  if (pos <= 0)
+    return;
+  if (base == NULL)
+    base = argv[pos];
+  snprintf(buf, sizeof buf, "%s-%d", base, index);
+  argv[pos] = buf;
+}
+
 int main(int argc, char **argv) {
   int concurrent = argc > 1 && strcmp(argv[1], "-c") == 0;
   int n;
@@ -100,6 +115,7 @@ int main(int argc, char **argv) {
     if (cs == NULL)
       return 1;
     for (int i = 0; i < n; i++) {
+      unique_name(argv, i);
       if (start(argv, &cs[i]) < 0)
         return 1;
     }
@@ -111,6 +127,7 @@ int main(int argc, char **argv) {
   }
   for (int i = 0; i < n; i++) {
     struct child c;
+    unique_name(argv, i);
     if (start(argv, &c) < 0)
       return 1;
     finish(&c);
