@@ -362,11 +362,11 @@ static void *ks__scanner_main(void *arg) {
 }
 
 /* A finished box: scanned for changes first if it asked for that. */
+/* Every box ends through the scan thread, with or without a watch:
+ * on_done may take time in proportion to the output (the ASCII pass,
+ * decoding), which must never hold the supervisor's deadlines. */
 static void ks__after_box(struct ks_sup *sup, struct ks_box *box) {
-  if (box->req.watch != NULL)
-    ks__scanner_push(sup, box, KS__SCAN_AFTER);
-  else
-    sup->hooks.on_done(sup->ctx, box);
+  ks__scanner_push(sup, box, KS__SCAN_AFTER);
 }
 
 /* ---- boxes ------------------------------------------------------------- */

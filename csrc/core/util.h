@@ -2,6 +2,7 @@
 #ifndef KS_CORE_UTIL_H
 #define KS_CORE_UTIL_H
 
+#include <stddef.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -35,6 +36,24 @@ static inline void *ks_take_ptr(void *pp) {
   void *ret = *p;
   *p = NULL;
   return ret;
+}
+
+/* Makes room for `need` bytes in a growing buffer (doubling from 4 KiB).
+ * Returns 0 or -ENOMEM (the buffer is unchanged then). */
+static inline int ks_buf_reserve(char **buf, size_t *cap, size_t need) {
+  size_t ncap;
+  char *nbuf;
+  if (need <= *cap)
+    return 0;
+  ncap = *cap != 0 ? *cap * 2 : 4096;
+  while (ncap < need)
+    ncap *= 2;
+  nbuf = realloc(*buf, ncap);
+  if (nbuf == NULL)
+    return -ENOMEM;
+  *buf = nbuf;
+  *cap = ncap;
+  return 0;
 }
 
 #endif

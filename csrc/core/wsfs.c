@@ -596,17 +596,8 @@ static int ks__todo_push(struct ks__todo *t, uint32_t depth, uint8_t kind,
   struct ks__todo_hdr h = {.depth = depth, .name_len = (uint16_t) name_len, .kind = kind};
   size_t need = t->len + name_len + sizeof h;
 
-  if (need > t->cap) {
-    size_t ncap = t->cap != 0 ? t->cap * 2 : 4096;
-    char *nbuf;
-    while (ncap < need)
-      ncap *= 2;
-    nbuf = realloc(t->buf, ncap);
-    if (nbuf == NULL)
-      return -ENOMEM;
-    t->buf = nbuf;
-    t->cap = ncap;
-  }
+  if (ks_buf_reserve(&t->buf, &t->cap, need) < 0)
+    return -ENOMEM;
   memcpy(t->buf + t->len, name, name_len);
   memcpy(t->buf + t->len + name_len, &h, sizeof h);
   t->len = need;

@@ -770,17 +770,8 @@ static int ks__stack_push(struct ks__stack *s, const char *p, size_t len) {
   uint32_t l = (uint32_t) len;
   size_t need = s->len + len + sizeof l;
 
-  if (need > s->cap) {
-    size_t ncap = s->cap != 0 ? s->cap * 2 : 4096;
-    char *nbuf;
-    while (ncap < need)
-      ncap *= 2;
-    nbuf = realloc(s->buf, ncap);
-    if (nbuf == NULL)
-      return -ENOMEM;
-    s->buf = nbuf;
-    s->cap = ncap;
-  }
+  if (ks_buf_reserve(&s->buf, &s->cap, need) < 0)
+    return -ENOMEM;
   memcpy(s->buf + s->len, p, len);
   memcpy(s->buf + s->len + len, &l, sizeof l);
   s->len = need;
