@@ -34,7 +34,14 @@
 #define KS__STOP_DEADLINE_NS (10 * KS__SEC)
 /* Bytes read from one pipe per wakeup, so one flood cannot starve the rest. */
 #define KS__READ_BUDGET (4u << 20)
-#define KS__READ_CHUNK (256u << 10)
+/* A read goes into the output buffer's free tail once that tail holds at
+ * least this much; below it the buffer doubles first. Asking for a big tail
+ * on every read (256 KiB, as this once did) made a kern that writes its
+ * one-line warning in three pieces cost a 256 KiB then a 512 KiB block, a
+ * 256 KiB copy and ~130 page faults: ~1.5 ms of this thread per call. */
+#define KS__READ_ROOM_MIN (4u << 10)
+/* Bytes past the cap go to /dev/null this many at a time. */
+#define KS__SPLICE_CHUNK (1u << 20)
 #define KS__SCRATCH_SIZE (64u << 10)
 #define KS__MAX_EVENTS 64
 
@@ -500,7 +507,7 @@ static void ks__drain_output(struct ks_sup *sup, struct ks_box *box, enum ks_str
     ssize_t n;
     size_t room;
 
-    if (ks_outbuf_reserve(b, KS__READ_CHUNK, &room) == 0) {
+    if (ks_outbuf_reserve(b, KS__READ_ROOM_MIN, &room) == 0) {
       n = read(box->fd[s], b->data + b->len, room);
       if (n > 0) {
         ks_outbuf_commit(b, (size_t) n);
@@ -508,7 +515,7 @@ static void ks__drain_output(struct ks_sup *sup, struct ks_box *box, enum ks_str
           sup->hooks.on_output(sup->ctx, box, s, b->data + b->len - n, (size_t) n);
       }
     } else if (!report) {
-      n = splice(box->fd[s], NULL, sup->devnull, NULL, KS__READ_CHUNK * 4, SPLICE_F_NONBLOCK);
+      n = splice(box->fd[s], NULL, sup->devnull, NULL, KS__SPLICE_CHUNK, SPLICE_F_NONBLOCK);
       if (n < 0 && (errno == EINVAL || errno == ENOSYS)) /* no splice to this fd */
         n = read(box->fd[s], sup->scratch, sizeof sup->scratch);
       if (n > 0)
