@@ -496,13 +496,6 @@ out_free:
 
 /* ---- vetting against the workspace and the archive itself ------------------ */
 
-static uint64_t ks__hash(const char *s, size_t len) {
-  uint64_t h = 1469598103934665603ULL; /* FNV-1a */
-  for (size_t i = 0; i < len; i++)
-    h = (h ^ (unsigned char) s[i]) * 1099511628211ULL;
-  return h;
-}
-
 /* The archive's file paths, to refuse "a" as a file and "a/b" at once. */
 struct ks__pathset {
   size_t *slots; /* member index + 1; 0 = empty */
@@ -523,7 +516,7 @@ static int ks__pathset_build(struct ks__restore *R, struct ks__pathset *set) {
     if (R->members[i].type != KS_TAR_FILE)
       continue;
     p = R->arena + R->members[i].path_off;
-    for (j = ks__hash(p, strlen(p)) & set->mask; set->slots[j] != 0; j = (j + 1) & set->mask) {
+    for (j = ks_hash_bytes(p, strlen(p)) & set->mask; set->slots[j] != 0; j = (j + 1) & set->mask) {
       if (strcmp(R->arena + R->members[set->slots[j] - 1].path_off, p) == 0)
         break;
     }
@@ -534,7 +527,7 @@ static int ks__pathset_build(struct ks__restore *R, struct ks__pathset *set) {
 
 static bool ks__pathset_has(const struct ks__restore *R, const struct ks__pathset *set,
                             const char *p, size_t len) {
-  for (size_t j = ks__hash(p, len) & set->mask; set->slots[j] != 0; j = (j + 1) & set->mask) {
+  for (size_t j = ks_hash_bytes(p, len) & set->mask; set->slots[j] != 0; j = (j + 1) & set->mask) {
     const char *q = R->arena + R->members[set->slots[j] - 1].path_off;
     if (strlen(q) == len && memcmp(q, p, len) == 0)
       return true;

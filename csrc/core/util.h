@@ -3,6 +3,7 @@
 #define KS_CORE_UTIL_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -54,6 +55,18 @@ static inline int ks_buf_reserve(char **buf, size_t *cap, size_t need) {
   *buf = nbuf;
   *cap = ncap;
   return 0;
+}
+
+/* FNV-1a (64-bit) of a byte string: the key of the core's hash tables of
+ * paths. The paths are the box's to choose, so they may collide on purpose;
+ * that only slows the lookups of the workspace the box itself lives in. */
+static inline uint64_t ks_hash_bytes(const char *s, size_t len) {
+  uint64_t h = 14695981039346656037u;
+  for (size_t i = 0; i < len; i++) {
+    h ^= (unsigned char) s[i];
+    h *= 1099511628211u;
+  }
+  return h;
 }
 
 #endif

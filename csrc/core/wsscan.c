@@ -20,15 +20,9 @@ struct ks_ws_scan {
   size_t count;    /* distinct paths */
 };
 
-/* FNV-1a: paths are short and trusted to be arbitrary but not chosen to
- * collide (a box that makes colliding names only slows its own scan). */
+/* The table keeps 32 bits of the path's hash per record. */
 static uint32_t ks__hash(const char *s, size_t len) {
-  uint32_t h = 2166136261u;
-  for (size_t i = 0; i < len; i++) {
-    h ^= (unsigned char) s[i];
-    h *= 16777619u;
-  }
-  return h;
+  return (uint32_t) ks_hash_bytes(s, len);
 }
 
 static const struct ks_ws_rec *ks__lookup(const struct ks_ws_scan *scan, const char *path,

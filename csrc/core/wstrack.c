@@ -146,17 +146,6 @@ static void ks__tab_free(struct ks__tab *tab) {
   memset(tab, 0, sizeof *tab);
 }
 
-/* FNV-1a: paths are arbitrary but not chosen to collide (a box that makes
- * colliding names only slows its own calls). */
-static uint64_t ks__hash_path(const char *s, size_t len) {
-  uint64_t h = 14695981039346656037u;
-  for (size_t i = 0; i < len; i++) {
-    h ^= (unsigned char) s[i];
-    h *= 1099511628211u;
-  }
-  return h;
-}
-
 /* The splitmix64 finaliser: watch descriptors and inode numbers are
  * sequential, and linear probing wants their low bits spread. */
 static uint64_t ks__hash_u64(uint64_t x) {
@@ -307,7 +296,7 @@ static struct ks__node *ks__node_by_path(const struct ks_ws_tracker *t, const ch
                                          size_t len) {
   struct ks__path key = {.s = s, .len = len};
   struct ks__slot *slot =
-      ks__tab_find(&t->dirs, ks__hash_path(s, len), ks__eq_path, &key);
+      ks__tab_find(&t->dirs, ks_hash_bytes(s, len), ks__eq_path, &key);
   return slot != NULL ? slot->p : NULL;
 }
 
@@ -516,7 +505,7 @@ static void ks__links_changed(struct ks_ws_tracker *t, struct ks__file *f) {
  * the index takes st (NULL, or not a regular file: the path is gone). */
 static int ks__touch(struct ks_ws_tracker *t, struct ks__node *dir, const char *path,
                      size_t len, const struct stat *st, struct ks_err *err) {
-  uint64_t hash = ks__hash_path(path, len);
+  uint64_t hash = ks_hash_bytes(path, len);
   struct ks__file *f = ks__file_by_path(t, path, len, hash);
   int r = ks__record(t, path, len, hash, f, err);
 
@@ -739,7 +728,7 @@ static int ks__node_new(struct ks_ws_tracker *t, int wd, const struct stat *st,
   memcpy(n->buf, path, len);
   n->key.path = n->buf;
   n->key.len = len;
-  n->key.hash = ks__hash_path(path, len);
+  n->key.hash = ks_hash_bytes(path, len);
   n->wd = wd;
   n->dev = (uint64_t) st->st_dev;
   n->ino = (uint64_t) st->st_ino;
@@ -1485,7 +1474,7 @@ int ks_ws_tracker_verify(struct ks_ws_tracker *t, struct ks_err *err) {
   for (size_t i = 0; i < n && r == 0; i++) {
     size_t len = strlen(ent[i].path);
     const struct ks__file *f =
-        ks__file_by_path(t, ent[i].path, len, ks__hash_path(ent[i].path, len));
+        ks__file_by_path(t, ent[i].path, len, ks_hash_bytes(ent[i].path, len));
     if (f == NULL || f->size != ent[i].size || f->mtime_ns != ent[i].mtime_ns) {
       memcpy(t->path, ent[i].path, len + 1);
       r = ks_err_set(err, EBADMSG, "verify", t->path);
