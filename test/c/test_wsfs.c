@@ -27,22 +27,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "check.h"
 #include "compat.h"
 #include "wsfs.h"
 #include "wsscan.h"
-
-static int failures;
-static int checks;
-static const char *mode_name = "openat2";
-
-#define CHECK(cond)                                                                      \
-  do {                                                                                   \
-    checks++;                                                                            \
-    if (!(cond)) {                                                                       \
-      failures++;                                                                        \
-      fprintf(stderr, "FAIL [%s] %s:%d: %s\n", mode_name, __FILE__, __LINE__, #cond);    \
-    }                                                                                    \
-  } while (0)
 
 #define CHECK_ERR(expr, want)                                                            \
   do {                                                                                   \
@@ -56,42 +44,10 @@ static const char *mode_name = "openat2";
     }                                                                                    \
   } while (0)
 
-/* Setup helpers abort: a broken fixture is not a finding. */
-#define MUST(cond)                                                                       \
-  do {                                                                                   \
-    if (!(cond)) {                                                                       \
-      fprintf(stderr, "setup failed %s:%d: %s: %s\n", __FILE__, __LINE__, #cond,         \
-              strerror(errno));                                                          \
-      abort();                                                                           \
-    }                                                                                    \
-  } while (0)
-
 static char base[256];
 static mode_t test_umask;
 static char ws[300];
 static char outer[300];
-
-static double now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
-static void put_file(const char *dir, const char *rel, const char *content) {
-  char p[8192];
-  int fd;
-  snprintf(p, sizeof p, "%s/%s", dir, rel);
-  fd = open(p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  MUST(fd >= 0);
-  MUST(write(fd, content, strlen(content)) == (ssize_t) strlen(content));
-  close(fd);
-}
-
-static void put_dir(const char *dir, const char *rel) {
-  char p[8192];
-  snprintf(p, sizeof p, "%s/%s", dir, rel);
-  MUST(mkdir(p, 0755) == 0 || errno == EEXIST);
-}
 
 static void put_link(const char *dir, const char *rel, const char *target) {
   char p[8192];
@@ -113,13 +69,6 @@ static const char *slurp(const char *dir, const char *rel) {
   close(fd);
   buf[n < 0 ? 0 : n] = '\0';
   return buf;
-}
-
-static void rm_rf(const char *path) {
-  char cmd[1024];
-  snprintf(cmd, sizeof cmd, "chmod -R u+rwx '%s' 2>/dev/null; rm -rf '%s'", path, path);
-  if (system(cmd) != 0)
-    fprintf(stderr, "warning: could not remove %s\n", path);
 }
 
 /* The exact set of paths under outer, as one sorted string (H3). */

@@ -35,23 +35,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "check.h"
 #include "compat.h"
 #include "util.h"
 #include "wsfs.h"
 #include "wsscan.h"
 #include "wstrack.h"
-
-static int failures;
-static int checks;
-
-#define CHECK(cond)                                                                      \
-  do {                                                                                   \
-    checks++;                                                                            \
-    if (!(cond)) {                                                                       \
-      failures++;                                                                        \
-      fprintf(stderr, "FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond);                    \
-    }                                                                                    \
-  } while (0)
 
 #define CHECK_ERR(expr, want)                                                            \
   do {                                                                                   \
@@ -65,45 +54,13 @@ static int checks;
     }                                                                                    \
   } while (0)
 
-/* Setup helpers abort: a broken fixture is not a finding. */
-#define MUST(cond)                                                                       \
-  do {                                                                                   \
-    if (!(cond)) {                                                                       \
-      fprintf(stderr, "setup failed %s:%d: %s: %s\n", __FILE__, __LINE__, #cond,         \
-              strerror(errno));                                                          \
-      abort();                                                                           \
-    }                                                                                    \
-  } while (0)
-
 static char base[256];
 static char ws[300];
 static char outer[300];
 static struct ks_err e;
 
-static double now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
 static void path_of(char *out, size_t size, const char *dir, const char *rel) {
   (void) snprintf(out, size, "%s/%s", dir, rel);
-}
-
-static void put_file(const char *dir, const char *rel, const char *content) {
-  char p[8192];
-  int fd;
-  path_of(p, sizeof p, dir, rel);
-  fd = open(p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  MUST(fd >= 0);
-  MUST(write(fd, content, strlen(content)) == (ssize_t) strlen(content));
-  close(fd);
-}
-
-static void put_dir(const char *dir, const char *rel) {
-  char p[8192];
-  path_of(p, sizeof p, dir, rel);
-  MUST(mkdir(p, 0755) == 0 || errno == EEXIST);
 }
 
 static void sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -114,13 +71,6 @@ static void sh(const char *fmt, ...) {
   (void) vsnprintf(cmd, sizeof cmd, fmt, ap);
   va_end(ap);
   MUST(system(cmd) == 0);
-}
-
-static void rm_rf(const char *path) {
-  char cmd[1024];
-  snprintf(cmd, sizeof cmd, "chmod -R u+rwx '%s' 2>/dev/null; rm -rf '%s'", path, path);
-  if (system(cmd) != 0)
-    fprintf(stderr, "warning: could not remove %s\n", path);
 }
 
 static void set_mtime(const char *dir, const char *rel, time_t sec, long nsec) {
