@@ -6,7 +6,7 @@
  * For every block the decoder's verdict is checked against a reference
  * reading of the same header written here, independently of tar.c:
  *
- *   - accepted: the type is '0', '\0', '7' (file) or '5' (directory); the
+ *   - accepted: the type is '0', '\0' (file) or '5' (directory); the
  *     checksum is the unsigned byte sum; the magic is POSIX or GNU ustar;
  *     the size is the field's plain octal value (0 for a directory); the
  *     path is exactly the lexical normalisation of prefix + "/" + name (the
@@ -175,8 +175,7 @@ static void check_block(const unsigned char *blk) {
                 "accepted a header whose checksum is not the unsigned sum %u", sum);
 
   unsigned char t = blk[REF_TYPE];
-  KS_FUZZ_CHECK(t == '0' || t == 0 || t == '7' || t == '5', "accepted typeflag 0x%02x",
-                t);
+  KS_FUZZ_CHECK(t == '0' || t == 0 || t == '5', "accepted typeflag 0x%02x", t);
   KS_FUZZ_CHECK(m.type == (t == '5' ? KS_TAR_DIR : KS_TAR_FILE),
                 "typeflag 0x%02x decoded as type %d", t, (int) m.type);
 

@@ -126,6 +126,9 @@ static enum ks_tar_refusal ks__type_refusal(unsigned char t) {
   case '3':
   case '4': return KS_TAR_DEVICE;
   case '6': return KS_TAR_FIFO;
+  /* Tar readers take '7' as a plain file, but the restore policy admits
+   * only '0', '\0' and '5' (SECURITY-CASES A6). */
+  case '7': return KS_TAR_CONTIGUOUS;
   case 'x':
   case 'g':
   case 'L':
@@ -159,8 +162,8 @@ enum ks_tar_refusal ks_tar_decode(const unsigned char *block, struct ks_tar_memb
     return KS_TAR_BAD_MAGIC;
 
   t = block[KS__TYPE];
-  if (t == '0' || t == '\0' || t == '7')
-    m->type = KS_TAR_FILE; /* '7' (contiguous) is a regular file to every reader */
+  if (t == '0' || t == '\0')
+    m->type = KS_TAR_FILE;
   else if (t == '5')
     m->type = KS_TAR_DIR;
   else
@@ -200,6 +203,7 @@ const char *ks_tar_refusal_message(enum ks_tar_refusal r) {
   case KS_TAR_SYMLINK: return "symlink members are not allowed";
   case KS_TAR_DEVICE: return "device members are not allowed";
   case KS_TAR_FIFO: return "FIFO members are not allowed";
+  case KS_TAR_CONTIGUOUS: return "contiguous-file members ('7') are not allowed";
   case KS_TAR_EXTENSION: return "PAX and GNU extension headers are not supported";
   case KS_TAR_GNU_SPECIAL: return "GNU sparse, multivolume and label members are not allowed";
   case KS_TAR_UNKNOWN_TYPE: return "a member has an unknown type";
