@@ -11,7 +11,8 @@
  *     the size is the field's plain octal value (0 for a directory); the
  *     path is exactly the lexical normalisation of prefix + "/" + name (the
  *     prefix only for POSIX magic, each field cut at its first NUL: A7 (3)
- *     and (4)); and that path is safe: relative, no "", "." or ".."
+ *     and (4); a GNU header has a zero byte where the prefix would start);
+ *     and that path is safe: relative, no "", "." or ".."
  *     component, no backslash, no drive prefix, components <= 255 bytes,
  *     <= 256 bytes in all, no top-level ".ks-" name.
  *   - round trip: re-encoding the member (when the path can be split into a
@@ -166,6 +167,8 @@ static void check_block(const unsigned char *blk) {
   bool posix = memcmp(blk + REF_MAGIC, posix_magic, 8) == 0;
   bool gnu = memcmp(blk + REF_MAGIC, gnu_magic, 8) == 0;
   KS_FUZZ_CHECK(posix || gnu, "accepted a header without ustar magic");
+  KS_FUZZ_CHECK(posix || blk[REF_PREFIX] == 0,
+                "accepted a GNU header with a byte at the ustar prefix offset");
 
   uint64_t stored;
   unsigned sum = 0;

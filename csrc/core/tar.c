@@ -176,7 +176,11 @@ enum ks_tar_refusal ks_tar_decode(const unsigned char *block, struct ks_tar_memb
   m->size = size;
 
   /* GNU's own format keeps times where ustar keeps the prefix: only a
-   * POSIX ustar header has a prefix to prepend. */
+   * POSIX ustar header has a prefix to prepend. GNU tar ignores those bytes
+   * in a GNU header, but Python's tarfile prepends them, so the two would
+   * extract different paths: refuse rather than pick one. */
+  if (!posix && block[KS__PREFIX] != 0)
+    return KS_TAR_GNU_PREFIX;
   nlen = ks__field_len(block + KS__NAME, KS__NAME_LEN);
   plen = posix ? ks__field_len(block + KS__PREFIX, KS__PREFIX_LEN) : 0;
   if (plen > 0) {
@@ -208,6 +212,7 @@ const char *ks_tar_refusal_message(enum ks_tar_refusal r) {
   case KS_TAR_GNU_SPECIAL: return "GNU sparse, multivolume and label members are not allowed";
   case KS_TAR_UNKNOWN_TYPE: return "a member has an unknown type";
   case KS_TAR_DIR_WITH_SIZE: return "a directory member claims content";
+  case KS_TAR_GNU_PREFIX: return "a GNU-format header has data in the ustar prefix field (tar readers disagree on its path)";
   case KS_TAR_EMPTY_NAME: return "a member has an empty name";
   case KS_TAR_ABSOLUTE: return "a member has an absolute path";
   case KS_TAR_DOTDOT: return "a member path contains '..'";

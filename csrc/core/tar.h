@@ -37,6 +37,7 @@ enum ks_tar_refusal {
   KS_TAR_GNU_SPECIAL,     /* 'S', 'M', 'V', 'D', 'N' */
   KS_TAR_UNKNOWN_TYPE,
   KS_TAR_DIR_WITH_SIZE,   /* a directory claiming content */
+  KS_TAR_GNU_PREFIX,      /* a GNU header with bytes where ustar keeps its prefix */
   KS_TAR_EMPTY_NAME,
   KS_TAR_ABSOLUTE,
   KS_TAR_DOTDOT,
