@@ -231,11 +231,16 @@ describe("restore: hostile archive vectors (A1-A4, A6-A8)", function () {
     // Each special header carries what a reader honouring it would act on:
     // a PAX path or a GNU long link name that points outside.
     const pax = paxRecord("path", `../${MARK}pax`);
+    // 3, 6 and L are also in 70; here the whole catalogue list is in one table.
     const rows = [
+      ["3", "character device", /device members/, ""],
+      ["4", "block device", /device members/, ""],
+      ["6", "FIFO", /FIFO members/, ""],
       ["7", "contiguous file", /contiguous-file members/, "x"],
       ["S", "GNU sparse", /GNU sparse, multivolume and label/, "x"],
       ["M", "GNU multivolume continuation", /GNU sparse, multivolume and label/, "x"],
       ["V", "GNU volume label", /GNU sparse, multivolume and label/, ""],
+      ["L", "GNU long name", /PAX and GNU extension headers/, `../${MARK}long\0`, true],
       ["K", "GNU long link name", /PAX and GNU extension headers/, `../sentinel/canary\0`],
       ["x", "PAX extended header", /PAX and GNU extension headers/, pax, true],
       ["g", "PAX global header", /PAX and GNU extension headers/, pax, true],
