@@ -6,12 +6,13 @@
  * For every block the decoder's verdict is checked against a reference
  * reading of the same header written here, independently of tar.c:
  *
- *   - accepted: the type is '0', '\0', '7' (file) or '5' (directory); the
+ *   - accepted: the type is '0', '\0' (file) or '5' (directory); the
  *     checksum is the unsigned byte sum; the magic is POSIX or GNU ustar;
  *     the size is the field's plain octal value (0 for a directory); the
  *     path is exactly the lexical normalisation of prefix + "/" + name (the
  *     prefix only for POSIX magic, each field cut at its first NUL: A7 (3)
- *     and (4)); and that path is safe: relative, no "", "." or ".."
+ *     and (4); a GNU header has a zero byte where the prefix would start);
+ *     and that path is safe: relative, no "", "." or ".."
  *     component, no backslash, no drive prefix, components <= 255 bytes,
  *     <= 256 bytes in all, no top-level ".ks-" name.
  *   - round trip: re-encoding the member (when the path can be split into a
@@ -166,6 +167,8 @@ static void check_block(const unsigned char *blk) {
   bool posix = memcmp(blk + REF_MAGIC, posix_magic, 8) == 0;
   bool gnu = memcmp(blk + REF_MAGIC, gnu_magic, 8) == 0;
   KS_FUZZ_CHECK(posix || gnu, "accepted a header without ustar magic");
+  KS_FUZZ_CHECK(posix || blk[REF_PREFIX] == 0,
+                "accepted a GNU header with a byte at the ustar prefix offset");
 
   uint64_t stored;
   unsigned sum = 0;
@@ -175,8 +178,7 @@ static void check_block(const unsigned char *blk) {
                 "accepted a header whose checksum is not the unsigned sum %u", sum);
 
   unsigned char t = blk[REF_TYPE];
-  KS_FUZZ_CHECK(t == '0' || t == 0 || t == '7' || t == '5', "accepted typeflag 0x%02x",
-                t);
+  KS_FUZZ_CHECK(t == '0' || t == 0 || t == '5', "accepted typeflag 0x%02x", t);
   KS_FUZZ_CHECK(m.type == (t == '5' ? KS_TAR_DIR : KS_TAR_FILE),
                 "typeflag 0x%02x decoded as type %d", t, (int) m.type);
 

@@ -162,7 +162,7 @@ def restore_seeds():
     s["v04-gnu-magic.tar"] = tarfile_archive([("g/one.txt", b"1\n"), ("g/two", None)],
                                              fmt=tarfile.GNU_FORMAT)
     s["v05-dirs-only.tar"] = tarfile_archive([("a", None), ("a/b", None), ("a/b/c", None)])
-    s["v06-contiguous-7.tar"] = raw_tar(member("c.bin", b"contiguous", b"7"))
+    s["a06-contiguous-7.tar"] = raw_tar(member("c.bin", b"contiguous", b"7"))
     s["v07-snapshot-like.tar.gz"] = gz(raw_tar(
         member("a.txt", b"a\n"), member("dir/b.txt", b"b\n"), member("dir/sub/c.txt", b"c\n")))
     s["v08-dot-slash-names.tar"] = raw_tar(member("./x/./y.txt", b"y"), member("x//z", b"z"),

@@ -15,6 +15,7 @@ const { execFileSync, spawnSync } = require("child_process");
 const { Sandbox, SandboxError } = require("..");
 const h = require("./lib/harness");
 const { snapshotSession } = require("./lib/snapshot-session");
+const { census, refusedIntact } = require("./lib/census");
 
 const MAKE = path.join(h.repo, "test/fixtures/make-archive.py");
 const ERRNO = os.constants.errno;
@@ -23,40 +24,6 @@ const KiB = 1024;
 function makeArchive(out, ...args) {
   execFileSync("python3", [MAKE, out, ...args]);
   return out;
-}
-
-/** Every entry under dir (dotfiles, staging dirs and special files too):
- * type, mode, owner and content, so "exactly as it was" means exactly. */
-function census(dir) {
-  const out = {};
-  const walk = (d, rel) => {
-    for (const name of fs.readdirSync(d).sort()) {
-      const p = path.join(d, name);
-      const r = rel ? `${rel}/${name}` : name;
-      const st = fs.lstatSync(p);
-      const kind = st.isDirectory() ? "d" : st.isFile() ? "f" : st.isSymbolicLink() ? "l" : "s";
-      out[r] = `${kind} ${(st.mode & 0o7777).toString(8)} ${st.uid}:${st.gid} ` +
-        (st.isFile() ? crypto.createHash("sha1").update(fs.readFileSync(p)).digest("hex") : "");
-      if (st.isDirectory()) walk(p, r);
-    }
-  };
-  walk(dir, "");
-  return out;
-}
-
-/** A restore that must be refused with a SandboxError matching re, the
- * workspace left exactly as it was; returns the error. */
-function refusedIntact(sbx, ws, arc, re) {
-  const before = census(ws);
-  let err = null;
-  assert.throws(() => sbx.restore(arc), (e) => {
-    err = e;
-    assert.ok(e instanceof SandboxError, String(e));
-    assert.match(e.message, re);
-    return true;
-  });
-  assert.deepStrictEqual(census(ws), before, "the workspace is exactly as it was");
-  return err;
 }
 
 /** Mounts a tmpfs on a fresh dir (root only); null with the reason otherwise. */

@@ -126,6 +126,9 @@ static enum ks_tar_refusal ks__type_refusal(unsigned char t) {
   case '3':
   case '4': return KS_TAR_DEVICE;
   case '6': return KS_TAR_FIFO;
+  /* Tar readers take '7' as a plain file, but the restore policy admits
+   * only '0', '\0' and '5' (SECURITY-CASES A6). */
+  case '7': return KS_TAR_CONTIGUOUS;
   case 'x':
   case 'g':
   case 'L':
@@ -159,8 +162,8 @@ enum ks_tar_refusal ks_tar_decode(const unsigned char *block, struct ks_tar_memb
     return KS_TAR_BAD_MAGIC;
 
   t = block[KS__TYPE];
-  if (t == '0' || t == '\0' || t == '7')
-    m->type = KS_TAR_FILE; /* '7' (contiguous) is a regular file to every reader */
+  if (t == '0' || t == '\0')
+    m->type = KS_TAR_FILE;
   else if (t == '5')
     m->type = KS_TAR_DIR;
   else
@@ -173,7 +176,11 @@ enum ks_tar_refusal ks_tar_decode(const unsigned char *block, struct ks_tar_memb
   m->size = size;
 
   /* GNU's own format keeps times where ustar keeps the prefix: only a
-   * POSIX ustar header has a prefix to prepend. */
+   * POSIX ustar header has a prefix to prepend. GNU tar ignores those bytes
+   * in a GNU header, but Python's tarfile prepends them, so the two would
+   * extract different paths: refuse rather than pick one. */
+  if (!posix && block[KS__PREFIX] != 0)
+    return KS_TAR_GNU_PREFIX;
   nlen = ks__field_len(block + KS__NAME, KS__NAME_LEN);
   plen = posix ? ks__field_len(block + KS__PREFIX, KS__PREFIX_LEN) : 0;
   if (plen > 0) {
@@ -200,10 +207,12 @@ const char *ks_tar_refusal_message(enum ks_tar_refusal r) {
   case KS_TAR_SYMLINK: return "symlink members are not allowed";
   case KS_TAR_DEVICE: return "device members are not allowed";
   case KS_TAR_FIFO: return "FIFO members are not allowed";
+  case KS_TAR_CONTIGUOUS: return "contiguous-file members ('7') are not allowed";
   case KS_TAR_EXTENSION: return "PAX and GNU extension headers are not supported";
   case KS_TAR_GNU_SPECIAL: return "GNU sparse, multivolume and label members are not allowed";
   case KS_TAR_UNKNOWN_TYPE: return "a member has an unknown type";
   case KS_TAR_DIR_WITH_SIZE: return "a directory member claims content";
+  case KS_TAR_GNU_PREFIX: return "a GNU-format header has data in the ustar prefix field (tar readers disagree on its path)";
   case KS_TAR_EMPTY_NAME: return "a member has an empty name";
   case KS_TAR_ABSOLUTE: return "a member has an absolute path";
   case KS_TAR_DOTDOT: return "a member path contains '..'";

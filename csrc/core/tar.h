@@ -32,10 +32,12 @@ enum ks_tar_refusal {
   KS_TAR_SYMLINK,         /* '2' */
   KS_TAR_DEVICE,          /* '3', '4' */
   KS_TAR_FIFO,            /* '6' */
+  KS_TAR_CONTIGUOUS,      /* '7' */
   KS_TAR_EXTENSION,       /* 'x', 'g' (PAX), 'L', 'K' (GNU long names) */
   KS_TAR_GNU_SPECIAL,     /* 'S', 'M', 'V', 'D', 'N' */
   KS_TAR_UNKNOWN_TYPE,
   KS_TAR_DIR_WITH_SIZE,   /* a directory claiming content */
+  KS_TAR_GNU_PREFIX,      /* a GNU header with bytes where ustar keeps its prefix */
   KS_TAR_EMPTY_NAME,
   KS_TAR_ABSOLUTE,
   KS_TAR_DOTDOT,
