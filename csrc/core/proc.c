@@ -177,6 +177,9 @@ static pid_t ks__clone(struct ks__child *c, bool with_pidfd, int *ret_pidfd) {
   void *stack;
   pid_t pid;
   int saved;
+  /* SIGCHLD as the exit signal, like fork: exec resets any other choice to
+   * SIGCHLD anyway (de_thread), so a quieter exit signal is not available to
+   * a child that execs. */
   int flags = CLONE_VM | CLONE_VFORK | SIGCHLD;
 
   if (with_pidfd)
@@ -310,7 +313,7 @@ static bool ks__reaped_elsewhere(struct ks_proc *p) {
   if (p->pidfd < 0)
     return false;
   memset(&si, 0, sizeof si);
-  if (waitid((idtype_t) P_PIDFD, (id_t) p->pidfd, &si, WEXITED | WNOHANG | WNOWAIT) < 0 &&
+  if (waitid((idtype_t) P_PIDFD, (id_t) p->pidfd, &si, WEXITED | WNOHANG | WNOWAIT | __WALL) < 0 &&
       errno == ECHILD) {
     p->reaped = true;
     return true;
