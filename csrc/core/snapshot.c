@@ -576,6 +576,16 @@ static int ks__vet_landing(struct ks__restore *R, const char *p, enum ks_tar_typ
     if (!S_ISDIR(st.st_mode))
       return ks__refuse(R, ENOTDIR, "a member's parent is a file in the workspace", NULL, err);
     int fd = openat(dirfd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    /* A directory a moment ago: a box swapped it for a symlink or a file,
+     * or removed it, since the fstatat. Say so, rather than report a bare
+     * openat error that the caller would pin on the archive's path. */
+    if (fd < 0 && errno == ENOENT)
+      return 0; /* the rest will be created */
+    if (fd < 0 && (errno == ENOTDIR || errno == ELOOP))
+      return ks__refuse(R, errno,
+                        "a member's parent directory in the workspace was replaced during the "
+                        "restore",
+                        NULL, err);
     if (fd < 0)
       return ks_err_set(err, errno, "openat", NULL);
     ks_close_keep_errno(cur);

@@ -1,0 +1,377 @@
+"use strict";
+
+// Checkpoint vectors that test/70 and test/71 leave out (SECURITY-CASES.md):
+// A9, the gzip framing field by field; A12, restore while a live attacker
+// swaps a directory of the path for a symlink to outside (and a FIFO in and
+// out of a leaf); A14, snapshot() during a swap loop, of a huge sparse file
+// and of deep chains; A15, bsdtar and node-tar against snapshot() and
+// restore(), and a replay of the fuzz_restore seed corpus. Archives are
+// built byte by byte in JS (test/lib/archive.js), so each one is exactly
+// the vector named in the title.
+const assert = require("assert");
+const crypto = require("crypto");
+const fs = require("fs");
+const path = require("path");
+const zlib = require("zlib");
+const { execFile, execFileSync, spawnSync } = require("child_process");
+const { Sandbox, SandboxError } = require("..");
+const h = require("./lib/harness");
+const { snapshotSession } = require("./lib/snapshot-session");
+const A = require("./lib/archive");
+const attack = require("./fixtures/scripts/ws-attack");
+
+const MiB = 2 ** 20;
+const GiB = 2 ** 30;
+const FIFO_RACE = path.join(h.repo, "test/fixtures/scripts/restore-fifo-race.js");
+
+/** A gzip'd tar of members, one gzip member. */
+function tgz(members) {
+  return zlib.gzipSync(A.tarOf(members));
+}
+
+function write(dir, name, buf) {
+  const p = path.join(dir, name);
+  fs.writeFileSync(p, buf);
+  return p;
+}
+
+function hasBsdtar() {
+  return spawnSync("bsdtar", ["--version"]).status === 0;
+}
+
+const BSDTAR_MISSING = "bsdtar is not installed (Debian: apt-get install libarchive-tools; .ci/run installs it)";
+
+describe("checkpoint vectors (A9, A12, A14, A15)", function () {
+  let sbx;
+  let ws;
+  let out;
+  snapshotSession((s) => {
+    ({ sbx, ws, out } = s);
+  });
+  afterEach(async function () {
+    await attack.stopAll();
+  });
+
+  // ---- A9: the gzip layer ----------------------------------------------------
+
+  describe("A9: the gzip stream", function () {
+    const c = crypto.randomBytes(3000);
+    const raw = A.tarOf([{ name: "a.txt", data: "alpha" }, { name: "d/b.txt", data: "beta" },
+      { name: "d/c.bin", data: c }]);
+    /** The tree one plain member restores to: what every accepted variant must give. */
+    const ref = { "a.txt": Buffer.from("alpha").toString("hex"),
+      "d/b.txt": Buffer.from("beta").toString("hex"), "d/c.bin": c.toString("hex") };
+
+    /** Restores buf into the workspace and returns its tree. */
+    function restores(buf, name = "ok.tgz") {
+      sbx.restore(write(out, name, buf));
+      return A.treeOf(ws);
+    }
+
+    function empty() {
+      for (const e of fs.readdirSync(ws)) fs.rmSync(path.join(ws, e), { recursive: true });
+    }
+
+    it("A9 (2): concatenated gzip members are all read: 2 members, 10 members split mid-header, and a trailing empty member restore exactly what one member does", function () {
+      assert.deepStrictEqual(Object.keys(ref).sort(), ["a.txt", "d/b.txt", "d/c.bin"]);
+      const cut = (k) => Array.from({ length: k }, (_, i) =>
+        A.gzMember(raw.subarray(Math.floor((i * raw.length) / k), Math.floor(((i + 1) * raw.length) / k))));
+      const variants = {
+        two: Buffer.concat(cut(2)),
+        ten: Buffer.concat(cut(10)), // 10 cuts of 5,632 bytes: most fall inside a header or a file
+        "empty-last": Buffer.concat([A.gzMember(raw), A.gzMember(Buffer.alloc(0))]),
+      };
+      for (const [name, buf] of Object.entries(variants)) {
+        // Positive control: these are valid RFC 1952 streams; zlib reads all members.
+        assert.ok(zlib.gunzipSync(buf).equals(raw), `${name}: zlib reads every member`);
+        empty();
+        assert.deepStrictEqual(restores(buf, `${name}.tgz`), ref, `${name}: the same tree as one member`);
+      }
+    });
+
+    it("A9 (2): a corrupt later member refuses the whole archive (bad CRC, bad header CRC, reserved flag, garbage), never a partial restore", function () {
+      const first = A.gzMember(raw.subarray(0, 1536)); // holds a.txt in full
+      const rest = raw.subarray(1536);
+      const cases = {
+        "bad CRC in member 2": [A.gzMember(rest, { crc: A.crc32(rest) ^ 1 }), /gzip stream is corrupt/],
+        "bad FHCRC in member 2": [A.gzMember(rest, { flags: 2, hcrc: 0x1234 }), /gzip stream is corrupt/],
+        "reserved flag 0x20 in member 2": [A.gzMember(rest, { flags: 0x20 }), /gzip stream is corrupt/],
+        "garbage for member 2": [Buffer.from("garbage!"), /gzip stream is corrupt or has trailing data/],
+        "member 2 cut short": [A.gzMember(rest).subarray(0, 40), /gzip stream is truncated/],
+      };
+      fs.writeFileSync(path.join(ws, "keep.txt"), "unchanged");
+      for (const [what, [second, re]] of Object.entries(cases)) {
+        const buf = Buffer.concat([first, second]);
+        const err = A.refusedIntact(sbx, ws, write(out, "bad2.tgz", buf), re);
+        assert.strictEqual(err.code, "EINVAL", what);
+        assert.ok(!fs.existsSync(path.join(ws, "a.txt")), `${what}: not even member 1's file`);
+      }
+      // Positive control: the same first member with a sound second one restores.
+      sbx.restore(write(out, "good2.tgz", Buffer.concat([first, A.gzMember(rest)])));
+      assert.strictEqual(fs.readFileSync(path.join(ws, "a.txt"), "utf8"), "alpha");
+    });
+
+    it("A9 (2): ten 104 MiB members stop at the 1 GiB cap summed over members, memory flat; nine (936 MiB) restore", function () {
+      this.timeout(h.underSanitizer ? 600000 : 60000);
+      // Member 1: a small file, the end marker, then zeros to 104 MiB;
+      // members 2..n: 104 MiB of zeros each. Zeros after the end marker are
+      // allowed, so only the sum can stop it, and nothing lands on disk.
+      const N = 104 * MiB;
+      const m1 = A.gzZeros(A.tarOf([{ name: "small.txt", data: "small" }]), N);
+      const mz = A.gzZeros(Buffer.alloc(0), N);
+      const ten = write(out, "ten.tgz", Buffer.concat([m1, ...Array(9).fill(mz)]));
+      const nine = write(out, "nine.tgz", Buffer.concat([m1, ...Array(8).fill(mz)]));
+      assert.ok(N < GiB && 10 * N > GiB && 9 * N < GiB);
+      // Positive control: both distinct members are valid gzip (CRC and ISIZE
+      // checked) and inflate to 104 MiB each, so ten.tgz inflates to 1040 MiB.
+      assert.strictEqual(zlib.gunzipSync(m1).length, N);
+      assert.strictEqual(zlib.gunzipSync(mz).length, N);
+
+      const rss0 = process.memoryUsage().rss;
+      const t0 = Date.now();
+      const err = A.refusedIntact(sbx, ws, ten, /inflates to more than 1 GiB/);
+      const ms = Date.now() - t0;
+      const grew = process.memoryUsage().rss - rss0;
+      console.log(`      ten members: refused in ${ms} ms, RSS +${(grew / MiB).toFixed(1)} MiB`);
+      assert.strictEqual(err.code, "EFBIG");
+      assert.ok(grew < 64 * MiB, `RSS grew ${grew} bytes`);
+      sbx.restore(nine);
+      assert.deepStrictEqual(A.treeOf(ws), { "small.txt": Buffer.from("small").toString("hex") });
+    });
+
+    it("A9 (3): ISIZE is never the limit: one member claiming ISIZE 0 (and a 5-byte file) that inflates to 1032 MiB stops at the cap; 1016 MiB with the true ISIZE restores", function () {
+      this.timeout(h.underSanitizer ? 600000 : 60000);
+      const head = A.tarOf([{ name: "small.txt", data: "small" }]);
+      const over = write(out, "liar.tgz", A.gzZeros(head, 1032 * MiB, { isize: 0 })); // adm-zip's bypass
+      const under = write(out, "under.tgz", A.gzZeros(head, 1016 * MiB));
+      const err = A.refusedIntact(sbx, ws, over, /inflates to more than 1 GiB/);
+      assert.strictEqual(err.code, "EFBIG");
+      // Positive control: the same construction under the cap is a sound archive.
+      sbx.restore(under);
+      assert.deepStrictEqual(A.treeOf(ws), { "small.txt": Buffer.from("small").toString("hex") });
+    });
+
+    it("A9 (3): a lying ISIZE (one too many, 0, 2^32-1) is refused as corrupt; the true ISIZE restores", function () {
+      for (const isize of [raw.length + 1, 0, 2 ** 32 - 1]) {
+        const buf = A.gzMember(raw, { isize });
+        // Control: bsdtar, which does not check ISIZE, extracts it (when installed).
+        if (hasBsdtar()) {
+          const dir = h.tmpDir("bsd-");
+          assert.strictEqual(spawnSync("bsdtar", ["-xf", write(out, "isize.tgz", buf), "-C", dir]).status, 0);
+          assert.deepStrictEqual(A.treeOf(dir), ref, "bsdtar extracts it");
+        }
+        const err = A.refusedIntact(sbx, ws, write(out, "isize.tgz", buf), /gzip stream is corrupt/);
+        assert.strictEqual(err.code, "EINVAL");
+        assert.deepStrictEqual(fs.readdirSync(ws), []);
+      }
+      assert.deepStrictEqual(restores(A.gzMember(raw, { isize: raw.length })), ref);
+    });
+
+    it("A9 (6): a bad CRC32 (one bit, and 0) is refused as corrupt, nothing restored; the true CRC restores", function () {
+      for (const crc of [A.crc32(raw) ^ 1, 0]) {
+        const buf = A.gzMember(raw, { crc });
+        // Control: only the trailer is wrong; the deflate data inflates in full.
+        assert.ok(zlib.inflateRawSync(buf.subarray(10, buf.length - 8)).equals(raw));
+        const err = A.refusedIntact(sbx, ws, write(out, "crc.tgz", buf), /gzip stream is corrupt/);
+        assert.strictEqual(err.code, "EINVAL");
+        assert.deepStrictEqual(fs.readdirSync(ws), []);
+      }
+      assert.deepStrictEqual(restores(A.gzMember(raw)), ref);
+    });
+
+    it("A9 (4): unterminated FEXTRA, FNAME and FCOMMENT headers are refused as truncated; terminated ones restore", function () {
+      const fixed = (flg) => Buffer.from([0x1f, 0x8b, 8, flg, 0, 0, 0, 0, 0, 3]);
+      const cases = {
+        // XLEN says 0x7fff bytes; 4 follow.
+        FEXTRA: Buffer.concat([fixed(4), Buffer.from([0xff, 0x7f, 1, 2, 3, 4])]),
+        // 64 KiB of name, no NUL, then the file ends.
+        FNAME: Buffer.concat([fixed(8), Buffer.alloc(65536, 0x6e)]),
+        FCOMMENT: Buffer.concat([fixed(16), Buffer.alloc(65536, 0x63)]),
+        "FEXTRA+FNAME+FCOMMENT, the comment unterminated": Buffer.concat([fixed(4 | 8 | 16),
+          Buffer.from([2, 0, 0xaa, 0xbb]), Buffer.from("name\0"), Buffer.alloc(1000, 0x63)]),
+      };
+      for (const [what, buf] of Object.entries(cases)) {
+        const t0 = Date.now();
+        const err = A.refusedIntact(sbx, ws, write(out, "hdr.tgz", buf), /gzip stream is truncated/);
+        assert.strictEqual(err.code, "EINVAL", what);
+        assert.ok(Date.now() - t0 < 1000, `${what}: refused at once`);
+        // Control: gzip(1) refuses it too.
+        assert.notStrictEqual(spawnSync("gzip", ["-t", path.join(out, "hdr.tgz")]).status, 0, what);
+      }
+      // Positive control: the same fields, terminated, in front of a real member.
+      const terminated = [
+        { flags: 4, extra: Buffer.from([6, 0, 0x41, 0x42, 2, 0, 0x78, 0x79]) },
+        { flags: 8, extra: Buffer.from("snapshot.tar\0") },
+        { flags: 16, extra: Buffer.from("a comment\0") },
+        { flags: 4 | 8 | 16, extra: Buffer.from([2, 0, 0xaa, 0xbb, 0x6e, 0, 0x63, 0]) },
+      ];
+      for (const opts of terminated) {
+        empty();
+        assert.deepStrictEqual(restores(A.gzMember(raw, opts)), ref, `FLG ${opts.flags}`);
+      }
+    });
+
+    it("A9: FHCRC set with a wrong header CRC is refused; with the right one it restores", function () {
+      const right = A.crc32(Buffer.from([0x1f, 0x8b, 8, 2, 0, 0, 0, 0, 0, 3])) & 0xffff;
+      for (const hcrc of [right ^ 1, 0]) {
+        const err = A.refusedIntact(sbx, ws, write(out, "hcrc.tgz", A.gzMember(raw, { flags: 2, hcrc })),
+          /not a gzip stream/);
+        assert.strictEqual(err.code, "EINVAL");
+        // Control: gzip(1) checks it too.
+        assert.notStrictEqual(spawnSync("gzip", ["-t", path.join(out, "hcrc.tgz")]).status, 0);
+      }
+      assert.deepStrictEqual(restores(A.gzMember(raw, { flags: 2, hcrc: true })), ref);
+    });
+
+    it("A9: reserved FLG bits 0x20, 0x40, 0x80 are refused; FLG 0 restores", function () {
+      for (const flags of [0x20, 0x40, 0x80, 0xe0]) {
+        const err = A.refusedIntact(sbx, ws, write(out, "flg.tgz", A.gzMember(raw, { flags })),
+          /not a gzip stream/);
+        assert.strictEqual(err.code, "EINVAL", `FLG ${flags}`);
+        assert.notStrictEqual(spawnSync("gzip", ["-t", path.join(out, "flg.tgz")]).status, 0);
+      }
+      assert.deepStrictEqual(restores(A.gzMember(raw, { flags: 0 })), ref);
+    });
+  });
+
+  // ---- A12: restore into a live hostile workspace -------------------------------
+
+  describe("A12: restore into a live hostile workspace", function () {
+    // Rounds of (members per archive, count). One member leaves the widest
+    // window between the vetting and the move into place; 10,000 members is
+    // the catalogue's figure.
+    const PLAN = [[1, 400], [10, 200], [10000, 4]];
+
+    it("A12 (H4): d <-> l -> $OUTER exchanged during 604 restores into d/: 0 bytes outside, every result truthful; a naive writeFile through d escapes", async function () {
+      this.timeout(h.underSanitizer ? 900000 : 180000);
+      const outer = h.tmpDir("a12-outer-");
+      fs.writeFileSync(path.join(outer, "f0"), "OUTSIDE"); // a name the archives also write
+      fs.mkdirSync(path.join(outer, "sub"));
+      const before = attack.census(outer);
+      fs.mkdirSync(path.join(ws, "d"));
+      fs.symlinkSync(outer, path.join(ws, "l"));
+      // The real directory, whatever name it has at the moment: its files are
+      // read through /proc/self/fd/N, which never resolves a name.
+      const dfd = fs.openSync(path.join(ws, "d"), "r");
+      const real = `/proc/self/fd/${dfd}`;
+      const counts = {};
+      const bad = [];
+      let rounds = 0;
+      let maxMs = 0;
+      const t0 = Date.now();
+      // The attacker runs as a box of its own session: the default 30 s
+      // deadline of sbx would end it halfway.
+      const boxes = await new Sandbox({ workspace: ws, timeoutS: 900 }).open();
+      let swapper = null;
+      let swaps;
+      try {
+        swapper = await attack.startSwapper(boxes, ws, "d", "l");
+        for (const [n, times] of PLAN) {
+          for (let k = 0; k < times; k++, rounds++) {
+            const tag = `round-${rounds}`;
+            const arc = write(out, "race.tgz", zlib.gzipSync(A.tarOf(Array.from({ length: n },
+              (_, i) => ({ name: `d/f${i}`, data: tag }))), { level: 1 }));
+            const t1 = Date.now();
+            let kind;
+            let err = null;
+            try {
+              sbx.restore(arc);
+              kind = "restored";
+            } catch (e) {
+              err = e;
+              const m = e.message;
+              kind = !(e instanceof SandboxError) ? `not a SandboxError: ${e}` :
+                /^restore from .* failed \(\w+\): .*; the undo was incomplete/.test(m) ? "commit failed, undo incomplete" :
+                  /^restore from .* failed \(\w+\): .*; nothing was restored/.test(m) ? "commit failed, undone" :
+                    /^unsafe or malformed snapshot, nothing restored: /.test(m) ?
+                      `refused: ${e.code} ${m.replace(/^.*?nothing restored: /, "").replace(/ \(member.*$/, "")}` :
+                      `other: ${e.code} ${m}`;
+            }
+            maxMs = Math.max(maxMs, Date.now() - t1);
+            counts[kind] = (counts[kind] || 0) + 1;
+            // Truthful: a success put every member in the real d; a failure
+            // that says nothing was restored left no member of this round.
+            const ours = Array.from({ length: n }, (_, i) => {
+              try {
+                return fs.readFileSync(`${real}/f${i}`, "utf8") === tag;
+              } catch {
+                return false;
+              }
+            }).filter(Boolean).length;
+            if (kind === "restored" && ours !== n) bad.push(`${tag}: restored, yet ${ours}/${n} members in d`);
+            if (kind !== "restored" && kind !== "commit failed, undo incomplete" && ours !== 0)
+              bad.push(`${tag}: ${kind}, yet ${ours}/${n} members in d`);
+            if (err !== null && !/^(commit failed|refused: ELOOP a member would land on or under a symlink|refused: (ENOTDIR|ELOOP) a member's parent directory in the workspace was replaced)/.test(kind))
+              bad.push(`${tag}: ${kind}`);
+          }
+        }
+        assert.deepStrictEqual(attack.census(outer), before, "H3: nothing under $OUTER changed");
+        // Positive control, same attacker: a plain fs.writeFileSync through d
+        // lands in $OUTER sooner or later.
+        let tries = 0;
+        while (!fs.existsSync(path.join(outer, "naive.txt")) && tries < 100000) {
+          tries++;
+          fs.writeFileSync(path.join(ws, "d", "naive.txt"), "naive");
+        }
+        assert.ok(fs.existsSync(path.join(outer, "naive.txt")), `a naive write escaped (after ${tries} tries)`);
+        console.log(`      naive writeFile through d escaped to $OUTER after ${tries} tries`);
+      } finally {
+        if (swapper !== null) ({ swaps } = await swapper.stop());
+        await boxes.close();
+        fs.closeSync(dfd);
+      }
+      console.log(`      ${rounds} restores in ${((Date.now() - t0) / 1000).toFixed(1)} s ` +
+        `(slowest ${maxMs} ms), ${swaps} swaps: ${JSON.stringify(counts)}`);
+      assert.deepStrictEqual(bad, [], "every result is truthful and documented");
+      assert.strictEqual(rounds, 604);
+      assert.ok(swaps > 1000, `the attacker ran: ${swaps} swaps`);
+      assert.ok(counts.restored > 0, "some restores landed while d was the directory");
+      assert.ok(Object.keys(counts).some((k) => k.startsWith("refused: ELOOP")), "some met the symlink");
+      // No staging directory left behind, and only our members in d.
+      assert.deepStrictEqual(fs.readdirSync(ws).sort(), ["d", "l"]);
+      const dir = fs.lstatSync(path.join(ws, "d")).isDirectory() ? "d" : "l";
+      const names = fs.readdirSync(path.join(ws, dir));
+      assert.ok(names.every((x) => /^f\d+$/.test(x) || x === "naive.txt"), names.slice(0, 5).join());
+    });
+
+    it("A12: a FIFO swapped in and out of a leaf the archive writes (120 restores): none blocks, nothing is written into it", async function () {
+      this.timeout(h.underSanitizer ? 600000 : 120000);
+      const spec = write(h.tmpDir("fifo-spec-"), "spec.json", JSON.stringify({
+        workspace: h.tmpDir("fifo-ws-"), out: h.tmpDir("fifo-out-"), swapper: attack.buildSwapper(), rounds: 120 }));
+      // In a child node: a restore that blocked would hang this process.
+      const { stdout, error } = await new Promise((resolve) => {
+        execFile(process.execPath, [FIFO_RACE, spec], { timeout: 90000, maxBuffer: 64 * MiB },
+          (e, so, se) => resolve({ stdout: so, error: e && `${e.message} ${se}` }));
+      });
+      assert.strictEqual(error, null, `the child failed or hung (a blocked restore?): ${error}`);
+      const res = JSON.parse(stdout);
+      assert.strictEqual(res.blocked, 124, "positive control: a plain open of the FIFO for writing blocks");
+      assert.ok(res.naiveBytes > 0, `positive control: a naive writeFile wrote into the FIFO (${res.naiveTries} tries)`);
+      const counts = {};
+      let maxMs = 0;
+      for (const [i, r] of res.rounds.entries()) {
+        const kind = r.outcome === "ok" ? "restored" : r.outcome.replace(/ \(member.*$/, "").replace(/^.*nothing restored: /, "");
+        counts[kind] = (counts[kind] || 0) + 1;
+        maxMs = Math.max(maxMs, r.ms);
+        assert.ok(r.ms < 1000, `round ${i}: ${r.ms} ms`);
+        if (r.fifoBytes !== null) assert.strictEqual(r.fifoBytes, 0, `round ${i}: bytes were written into the FIFO`);
+        assert.deepStrictEqual(r.top, ["d"], `round ${i}: no staging directory left`);
+        if (r.outcome === "ok") {
+          // The member replaced whatever sat at d/leaf (the file or the FIFO);
+          // the swapper may have moved it to the other name since.
+          assert.ok([r.leaf, r.fifo].includes(`file:round-${i}`), `round ${i}: ${JSON.stringify(r)}`);
+          assert.strictEqual(r.other, `file:other-${i}`);
+        } else {
+          assert.match(r.outcome, /^EINVAL: .*a file member collides with a special file \(member "d\/leaf"\)$/,
+            `round ${i}`);
+          assert.strictEqual(r.other, "absent", `round ${i}: a refusal restored nothing`);
+        }
+      }
+      const swaps = res.rounds.reduce((a, r) => a + r.swaps, 0);
+      console.log(`      FIFO race: ${res.rounds.length} restores, slowest ${maxMs.toFixed(1)} ms, ${swaps} swaps: ` +
+        `${JSON.stringify(counts)}; naive writer hit the FIFO after ${res.naiveTries} tries`);
+      assert.ok(counts.restored > 0 && counts.restored < res.rounds.length, "both outcomes happened");
+      assert.ok(swaps > res.rounds.length, `the attacker ran: ${swaps} swaps`);
+    });
+  });
+});
