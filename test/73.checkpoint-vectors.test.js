@@ -374,4 +374,254 @@ describe("checkpoint vectors (A9, A12, A14, A15)", function () {
       assert.ok(swaps > res.rounds.length, `the attacker ran: ${swaps} swaps`);
     });
   });
+
+  // ---- A14: the snapshot side ---------------------------------------------------
+
+  describe("A14: snapshot() against a hostile or huge workspace", function () {
+    it("A14 (2): d <-> l -> $OUTER and f <-> fl -> $OUTER/f exchanged during 300 snapshots: no archive holds outside content; a naive read through d gets it", async function () {
+      this.timeout(h.underSanitizer ? 600000 : 120000);
+      const outer = h.tmpDir("a14-outer-");
+      const secret = `OUTSIDE-SECRET-${crypto.randomBytes(12).toString("hex")}`;
+      const inside = { "a.txt": "inside-a", "b.txt": "inside-b", f: "inside-f" };
+      fs.mkdirSync(path.join(ws, "d"));
+      for (const n of ["a.txt", "b.txt"]) {
+        fs.writeFileSync(path.join(ws, "d", n), inside[n]);
+        fs.writeFileSync(path.join(outer, n), `${secret} ${n}`); // same names outside
+      }
+      fs.writeFileSync(path.join(ws, "f"), inside.f);
+      fs.writeFileSync(path.join(outer, "f"), `${secret} f`);
+      fs.symlinkSync(outer, path.join(ws, "l"));
+      fs.symlinkSync(path.join(outer, "f"), path.join(ws, "fl"));
+      const allowed = { "d/a.txt": inside["a.txt"], "d/b.txt": inside["b.txt"], "l/a.txt": inside["a.txt"],
+        "l/b.txt": inside["b.txt"], f: inside.f, fl: inside.f };
+      const boxes = await new Sandbox({ workspace: ws, timeoutS: 900 }).open();
+      const swappers = [];
+      const seen = {};
+      let leaks = 0;
+      let naive = 0;
+      let maxMs = 0;
+      const bad = [];
+      try {
+        swappers.push(await attack.startSwapper(boxes, ws, "d", "l"));
+        swappers.push(await attack.startSwapper(boxes, ws, "f", "fl"));
+        const dest = path.join(out, "race.tgz");
+        for (let r = 0; r < 300; r++) {
+          const t0 = Date.now();
+          sbx.snapshot(dest); // must never fail: a swapped name is skipped
+          maxMs = Math.max(maxMs, Date.now() - t0);
+          const raw = zlib.gunzipSync(fs.readFileSync(dest));
+          if (raw.includes(secret)) leaks++;
+          for (const e of A.tarEntries(raw)) {
+            seen[e.name] = (seen[e.name] || 0) + 1;
+            if (allowed[e.name] !== e.data.toString()) bad.push(`${r}: ${e.name} = ${e.data.toString().slice(0, 40)}`);
+          }
+        }
+        // Positive control, same attackers: a plain read through d or f gets
+        // the outside file now and then.
+        for (let i = 0; i < 2000; i++) {
+          for (const p of ["d/a.txt", "f"]) {
+            try {
+              if (fs.readFileSync(path.join(ws, p), "utf8").startsWith(secret)) naive++;
+            } catch {
+              /* mid-swap */
+            }
+          }
+        }
+      } finally {
+        const swaps = [];
+        for (const sw of swappers) swaps.push((await sw.stop()).swaps);
+        await boxes.close();
+        console.log(`      300 snapshots (slowest ${maxMs} ms), swaps ${swaps.join(" + ")}; members seen: ` +
+          `${JSON.stringify(seen)}; naive reads of the secret: ${naive}`);
+        assert.ok(swaps.every((n) => n > 1000), `both attackers ran: ${swaps}`);
+      }
+      assert.strictEqual(leaks, 0, "no archive holds the outside secret");
+      assert.deepStrictEqual(bad, [], "every member is a workspace file with its own content");
+      assert.ok(naive > 0, "positive control: a naive read through the swapped names gets the secret");
+      assert.ok((seen["l/a.txt"] || 0) + (seen.fl || 0) > 0,
+        "the walk met the swapped state (the real d archived as l/, the real f as fl)");
+      assert.ok((seen["d/a.txt"] || 0) > 0 && (seen.f || 0) > 0);
+    });
+
+    it("A14 (4): an 8 GiB and a 1 TiB sparse file fail snapshot() at once with EFBIG, naming the file; nothing written, memory flat", function () {
+      for (const size of [8 * GiB, 1024 * GiB]) {
+        const p = path.join(ws, "huge.bin");
+        fs.writeFileSync(path.join(ws, "small.txt"), "small");
+        fs.closeSync(fs.openSync(p, "w"));
+        fs.truncateSync(p, size);
+        assert.strictEqual(fs.statSync(p).size, size);
+        assert.ok(fs.statSync(p).blocks * 512 < MiB, "sparse: no data blocks");
+        const dest = path.join(out, "huge.tgz");
+        const rss0 = process.memoryUsage().rss;
+        const t0 = process.hrtime.bigint();
+        assert.throws(() => sbx.snapshot(dest), (e) => {
+          assert.ok(e instanceof SandboxError, String(e));
+          assert.strictEqual(e.code, "EFBIG");
+          assert.strictEqual(e.path, "huge.bin");
+          assert.match(e.message, /^snapshot refused, nothing written: workspace file "huge\.bin": .*restore accepts \(1 GiB/);
+          return true;
+        });
+        const ms = Number(process.hrtime.bigint() - t0) / 1e6;
+        assert.ok(ms < 1000, `refused in ${ms} ms`);
+        assert.ok(process.memoryUsage().rss - rss0 < 64 * MiB);
+        assert.deepStrictEqual(fs.readdirSync(out), [], "no archive, no temp file");
+        fs.rmSync(p);
+      }
+      // Positive control: without it, the snapshot is written.
+      sbx.snapshot(path.join(out, "small.tgz"));
+      assert.deepStrictEqual(A.tarEntries(zlib.gunzipSync(fs.readFileSync(path.join(out, "small.tgz"))))
+        .map((e) => e.name), ["small.txt"]);
+    });
+
+    it("A14 (4): snapshot() refuses what restore() would: exactly 1 GiB of tar data is archived and restores; one byte more fails at once with EFBIG, two files adding up past it on the second", async function () {
+      this.timeout(h.underSanitizer ? 900000 : 180000);
+      // One member: a 512-byte header, the content padded to 512, then the
+      // 1,024-byte end marker: 2^30 bytes in all when the file is 2^30 - 1,536.
+      const fit = GiB - 1536;
+      const big = path.join(ws, "big.bin");
+      const sparse = (p, size) => {
+        fs.closeSync(fs.openSync(p, "w"));
+        fs.truncateSync(p, size);
+      };
+      const dest = path.join(out, "s.tgz");
+      const refused = (name, ms) => {
+        const t0 = Date.now();
+        assert.throws(() => sbx.snapshot(dest), (e) => e instanceof SandboxError && e.code === "EFBIG" &&
+          e.path === name && /^snapshot refused, nothing written: /.test(e.message));
+        assert.ok(Date.now() - t0 < ms, `refused in ${Date.now() - t0} ms`);
+        assert.deepStrictEqual(fs.readdirSync(out), [], "no archive, no temp file");
+      };
+      sparse(big, fit + 1);
+      refused("big.bin", 1000); // before reading a byte of it
+      // Two files, each well under the cap, that add up past it: the second
+      // is named, once the first (600 MiB) has been read.
+      sparse(big, 600 * MiB);
+      sparse(path.join(ws, "big2.bin"), 600 * MiB);
+      refused("big2.bin", 60000);
+      fs.rmSync(path.join(ws, "big2.bin"));
+
+      // The boundary itself is accepted by both sides.
+      sparse(big, fit);
+      const rss0 = process.memoryUsage().rss;
+      let t0 = Date.now();
+      sbx.snapshot(dest);
+      const snapMs = Date.now() - t0;
+      assert.ok(process.memoryUsage().rss - rss0 < 64 * MiB, "memory flat while archiving 1 GiB");
+      fs.rmSync(big);
+      const ws2 = h.tmpDir("a14-ws2-");
+      const s2 = await new Sandbox({ workspace: ws2 }).open();
+      try {
+        t0 = Date.now();
+        s2.restore(dest);
+        const restoreMs = Date.now() - t0;
+        console.log(`      1 GiB of tar data: snapshot ${snapMs} ms (${fs.statSync(dest).size} bytes), restore ${restoreMs} ms`);
+        assert.deepStrictEqual(fs.readdirSync(ws2), ["big.bin"]);
+        assert.strictEqual(fs.statSync(path.join(ws2, "big.bin")).size, fit);
+      } finally {
+        await s2.close();
+        fs.rmSync(ws2, { recursive: true, force: true });
+      }
+    });
+
+    it("A14 (4): more than 200,000 files fail snapshot() with EFBIG (restore's member cap); exactly 200,000 are archived and restore", async function () {
+      this.timeout(h.underSanitizer ? 900000 : 300000);
+      const { dir: fast, why } = h.mountTmpfs("size=512m,mode=0755");
+      if (fast === null) console.log(`      note: on disk, slower: ${why}`);
+      const base = fast !== null ? fast : h.tmpDir("a14-many-");
+      const src = fs.mkdtempSync(path.join(base, "src-"));
+      const dst = fs.mkdtempSync(path.join(base, "dst-"));
+      const s1 = await new Sandbox({ workspace: src }).open();
+      const s2 = await new Sandbox({ workspace: dst }).open();
+      try {
+        for (let i = 0; i <= 200000; i++) fs.writeFileSync(path.join(src, `m${String(i).padStart(6, "0")}`), "");
+        const dest = path.join(out, "many.tgz");
+        let t0 = Date.now();
+        assert.throws(() => s1.snapshot(dest), (e) => e instanceof SandboxError && e.code === "EFBIG" &&
+          e.path === "m200000" && /^snapshot refused, nothing written: .*200,000/.test(e.message));
+        console.log(`      200,001 files: refused in ${Date.now() - t0} ms`);
+        assert.deepStrictEqual(fs.readdirSync(out), []);
+        fs.rmSync(path.join(src, "m200000"));
+        t0 = Date.now();
+        s1.snapshot(dest);
+        const snapMs = Date.now() - t0;
+        t0 = Date.now();
+        s2.restore(dest);
+        console.log(`      200,000 files: snapshot ${snapMs} ms, restore ${Date.now() - t0} ms`);
+        const names = fs.readdirSync(dst);
+        assert.strictEqual(names.length, 200000);
+        assert.ok(names.includes("m000000") && names.includes("m199999"));
+      } finally {
+        await s1.close();
+        await s2.close();
+        if (fast !== null) h.umount(fast);
+        else fs.rmSync(base, { recursive: true, force: true });
+      }
+    });
+
+    it("A14 (5): a 300-deep chain is walked: the file at depth 300 (601 bytes) is refused by name, the one at depth 127 is archived and restores", async function () {
+      this.timeout(60000);
+      const r = await sbx.run(["python3", "-c", [
+        "import os",
+        "for _ in range(300):",
+        "    os.mkdir('a'); os.chdir('a')",
+        "open('f', 'w').write('deep')",
+      ].join("\n")]);
+      assert.strictEqual(r.exitCode, 0, r.stderr);
+      const shallow = `${"a/".repeat(127)}g`;
+      fs.writeFileSync(path.join(ws, shallow), "shallow");
+      const deep = `${"a/".repeat(300)}f`;
+      assert.strictEqual(fs.readFileSync(path.join(ws, deep), "utf8"), "deep");
+      const dest = path.join(out, "deep.tgz");
+      const t0 = Date.now();
+      assert.throws(() => sbx.snapshot(dest), (e) => e instanceof SandboxError && e.code === "ENAMETOOLONG" &&
+        e.path === deep && /longer than a USTAR archive can hold/.test(e.message));
+      assert.ok(Date.now() - t0 < 2000);
+      assert.deepStrictEqual(fs.readdirSync(out), []);
+      fs.rmSync(path.join(ws, deep));
+      sbx.snapshot(dest);
+      assert.deepStrictEqual(A.tarEntries(zlib.gunzipSync(fs.readFileSync(dest))).map((e) => e.name), [shallow]);
+      const ws2 = h.tmpDir("a14-deep-");
+      const s2 = await new Sandbox({ workspace: ws2 }).open();
+      try {
+        s2.restore(dest);
+        assert.deepStrictEqual(A.treeOf(ws2), { [shallow]: Buffer.from("shallow").toString("hex") });
+      } finally {
+        await s2.close();
+      }
+    });
+
+    it("A14 (5): a 2,100-deep chain (4,200 bytes, past PATH_MAX) fails snapshot() with ENAMETOOLONG in bounded time: no archive, no temp file, no descriptor left", async function () {
+      this.timeout(60000);
+      try {
+        const r = await sbx.run(["python3", "-c", [
+          "import os",
+          "open('top.txt', 'w').write('top')",
+          "for _ in range(2100):",
+          "    os.mkdir('a'); os.chdir('a')",
+          "open('f', 'w').write('deep')",
+        ].join("\n")]);
+        assert.strictEqual(r.exitCode, 0, r.stderr);
+        const dest = path.join(out, "deeper.tgz");
+        const fds0 = h.openFds();
+        const t0 = Date.now();
+        assert.throws(() => sbx.snapshot(dest), (e) => {
+          assert.ok(e instanceof SandboxError, String(e));
+          assert.strictEqual(e.code, "ENAMETOOLONG");
+          assert.match(e.message, /^snapshot to ".*deeper\.tgz" failed: ENAMETOOLONG/);
+          return true;
+        });
+        const ms = Date.now() - t0;
+        console.log(`      2,100-deep chain: refused in ${ms} ms`);
+        assert.ok(ms < 5000);
+        assert.deepStrictEqual(fs.readdirSync(out), [], "no archive, no temp file");
+        assert.strictEqual(h.openFds(), fds0, "no descriptor left open");
+        // Positive control: without the chain the same workspace archives.
+        execFileSync("rm", ["-rf", "--one-file-system", path.join(ws, "a")]);
+        sbx.snapshot(dest);
+        assert.deepStrictEqual(A.tarEntries(zlib.gunzipSync(fs.readFileSync(dest))).map((e) => e.name), ["top.txt"]);
+      } finally {
+        execFileSync("rm", ["-rf", "--one-file-system", path.join(ws, "a")]);
+      }
+    });
+  });
 });
