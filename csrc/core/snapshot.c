@@ -329,6 +329,12 @@ static int ks__on_header(struct ks__restore *R, struct ks_err *err) {
     return 0;
   }
   why = ks_tar_decode(R->header, &m);
+  /* A directory member "./" (or "." or ".//"): the workspace root itself,
+   * which exists. `tar -C dir -czf x.tgz .` (GNU tar, bsdtar, node-tar)
+   * starts with one; skip it as every reader does. A file member, or a
+   * truly empty name, is still refused. */
+  if (why == KS_TAR_EMPTY_NAME && m.type == KS_TAR_DIR && R->header[0] != '\0')
+    return 0;
   if (why != KS_TAR_OK) {
     /* Name the member when the name itself was readable. */
     char name[101];

@@ -11,14 +11,17 @@ const path = require("path");
 const zlib = require("zlib");
 const { SandboxError } = require("../..");
 
-/** Files under dir (no directories) as { path: hex content or "-> target" }. */
-function treeOf(dir) {
+/** Files under dir as { path: hex content or "-> target" }; with
+ * { dirs: true } directories too, as "dir". */
+function treeOf(dir, { dirs = false } = {}) {
   const out = {};
   const walk = (d, rel) => {
     for (const e of fs.readdirSync(d, { withFileTypes: true })) {
       const r = rel ? `${rel}/${e.name}` : e.name;
-      if (e.isDirectory()) walk(path.join(d, e.name), r);
-      else out[r] = e.isSymbolicLink() ? `-> ${fs.readlinkSync(path.join(d, e.name))}` :
+      if (e.isDirectory()) {
+        if (dirs) out[r] = "dir";
+        walk(path.join(d, e.name), r);
+      } else out[r] = e.isSymbolicLink() ? `-> ${fs.readlinkSync(path.join(d, e.name))}` :
         fs.readFileSync(path.join(d, e.name)).toString("hex");
     }
   };
