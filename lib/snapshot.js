@@ -37,13 +37,17 @@ function snapshot(rootfd, ws, dest) {
   try {
     binding.wsSnapshot(rootfd, dir, path.basename(abs));
   } catch (e) {
-    if (e.syscall === "snapshot" && (e.code === "ENAMETOOLONG" || e.code === "EINVAL")) {
+    if (e.syscall === "snapshot" && ["ENAMETOOLONG", "EINVAL", "EFBIG"].includes(e.code)) {
       const why = e.code === "ENAMETOOLONG"
         ? "its path is longer than a USTAR archive can hold (255 bytes)"
-        : "its name contains '\\' or starts with a drive prefix like 'C:', which restore refuses";
+        : e.code === "EFBIG"
+          ? "with it the archive would hold more than restore accepts (1 GiB of uncompressed tar, " +
+            "or 200,000 files)"
+          : "its name contains '\\' or starts with a drive prefix like 'C:', which restore refuses";
+      const fix = e.code === "EFBIG" ? "remove it or other files" : "rename or remove it";
       const err = new SandboxError(
-        `snapshot refused, nothing written: workspace file ${JSON.stringify(e.path)}: ${why}; ` +
-          "rename or remove it", { cause: e });
+        `snapshot refused, nothing written: workspace file ${JSON.stringify(e.path)}: ${why}; ${fix}`,
+        { cause: e });
       for (const key of ["code", "errno", "syscall", "path"]) err[key] = e[key];
       throw err;
     }

@@ -11,22 +11,9 @@ const { execFileSync } = require("child_process");
 const { Sandbox, SandboxError } = require("..");
 const h = require("./lib/harness");
 const { snapshotSession } = require("./lib/snapshot-session");
+const { treeOf } = require("./lib/archive");
 
 const MAKE = path.join(h.repo, "test/fixtures/make-archive.py");
-
-function treeOf(dir) {
-  const out = {};
-  const walk = (d, rel) => {
-    for (const e of fs.readdirSync(d, { withFileTypes: true })) {
-      const r = rel ? `${rel}/${e.name}` : e.name;
-      if (e.isDirectory()) walk(path.join(d, e.name), r);
-      else out[r] = e.isSymbolicLink() ? `-> ${fs.readlinkSync(path.join(d, e.name))}` :
-        fs.readFileSync(path.join(d, e.name)).toString("hex");
-    }
-  };
-  walk(dir, "");
-  return out;
-}
 
 describe("snapshot and restore", function () {
   let sbx;

@@ -15,7 +15,7 @@ const { execFileSync, spawnSync } = require("child_process");
 const { Sandbox, SandboxError } = require("..");
 const h = require("./lib/harness");
 const { snapshotSession } = require("./lib/snapshot-session");
-const { census, refusedIntact } = require("./lib/census");
+const { census, refusedIntact } = require("./lib/archive");
 
 const MAKE = path.join(h.repo, "test/fixtures/make-archive.py");
 const ERRNO = os.constants.errno;
@@ -24,21 +24,6 @@ const KiB = 1024;
 function makeArchive(out, ...args) {
   execFileSync("python3", [MAKE, out, ...args]);
   return out;
-}
-
-/** Mounts a tmpfs on a fresh dir (root only); null with the reason otherwise. */
-function mountTmpfs(opts) {
-  const dir = h.tmpDir("tmpfs-");
-  try {
-    execFileSync("mount", ["-t", "tmpfs", "-o", opts, "tmpfs", dir], { stdio: "pipe" });
-    return { dir, why: null };
-  } catch (e) {
-    return { dir: null, why: `cannot mount a tmpfs (${String(e.stderr || e.message).trim()})` };
-  }
-}
-
-function umount(dir) {
-  if (dir !== null) execFileSync("umount", [dir]);
 }
 
 /** Fills the file system of dir with dir/name until ENOSPC; returns its size. */
@@ -114,10 +99,10 @@ describe("snapshot and restore: the remaining catalogue cases", function () {
     let fast = null;
     let fastWhy = null;
     before(function () {
-      ({ dir: fast, why: fastWhy } = mountTmpfs("size=256m,mode=0755"));
+      ({ dir: fast, why: fastWhy } = h.mountTmpfs("size=256m,mode=0755"));
     });
     after(function () {
-      umount(fast);
+      h.umount(fast);
     });
 
     async function inFastWorkspace(fn) {
@@ -275,7 +260,7 @@ describe("snapshot and restore: the remaining catalogue cases", function () {
     let mnt = null;
 
     before(function () {
-      const { dir, why } = mountTmpfs("size=1m,mode=0755");
+      const { dir, why } = h.mountTmpfs("size=1m,mode=0755");
       mnt = dir;
       if (mnt === null) {
         if (process.env.KERN_SANDBOX_MUST_WORK === "1") throw new Error(why);
@@ -283,7 +268,7 @@ describe("snapshot and restore: the remaining catalogue cases", function () {
       }
     });
     after(function () {
-      umount(mnt);
+      h.umount(mnt);
     });
     afterEach(function () {
       if (mnt !== null) for (const e of fs.readdirSync(mnt)) fs.rmSync(path.join(mnt, e), { recursive: true });
@@ -344,7 +329,7 @@ describe("snapshot and restore: the remaining catalogue cases", function () {
     // from mkdirat once the inodes run out) returns with the earlier members
     // already in the workspace, while the error says "nothing restored".
     it("C14: a restore that runs out of inodes while committing leaves the workspace as it was, a replaced file included", async function () {
-      const { dir, why } = mountTmpfs("size=1m,nr_inodes=6,mode=0755");
+      const { dir, why } = h.mountTmpfs("size=1m,nr_inodes=6,mode=0755");
       if (dir === null) return h.skip(this, why);
       try {
         const arc = path.join(out, "deep.tgz");
@@ -378,7 +363,7 @@ describe("snapshot and restore: the remaining catalogue cases", function () {
           await s2.close();
         }
       } finally {
-        umount(dir);
+        h.umount(dir);
       }
     });
 

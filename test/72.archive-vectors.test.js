@@ -17,7 +17,7 @@ const path = require("path");
 const { execFileSync } = require("child_process");
 const h = require("./lib/harness");
 const { snapshotSession } = require("./lib/snapshot-session");
-const { census, refusedIntact } = require("./lib/census");
+const { census, refusedIntact } = require("./lib/archive");
 const { octal, checksumOf, header, writeTgz } = require("./lib/tar");
 
 // Every name an escape could create starts with this, so /tmp (shared with

@@ -292,8 +292,9 @@ export class Sandbox {
    * field). Readable by standard `tar`.
    *
    * Disabled unless the environment variable `KERN_SANDBOX_SNAPSHOT` is `"1"`. Throws
-   * {@link SandboxError} when not enabled, when the session is not open, or when a path is too
-   * long for USTAR; throws a Node system error (`code`, `errno`, `syscall`, `path`) if `dest`
+   * {@link SandboxError} when not enabled, when the session is not open, when a path is too
+   * long for USTAR, or (`code` `EFBIG`) when the archive would hold more than `restore()` accepts
+   * (1 GiB of uncompressed tar, or 200,000 files); throws a Node system error (`code`, `errno`, `syscall`, `path`) if `dest`
    * cannot be written.
    */
   snapshot(dest: string): void;

@@ -82,11 +82,17 @@ static int ks__rec_cmp(const void *a, const void *b, void *arg) {
   return strcmp(w->arena + x->off, w->arena + y->off);
 }
 
+/* What the archive holds so far, against restore's caps. */
+struct ks__budget {
+  uint64_t tar_bytes; /* headers and padded content written */
+  size_t members;
+};
+
 /* Appends one file to the archive through a descriptor opened beneath the
  * workspace: a name the box swapped for a symlink or a FIFO since the walk
  * is skipped, never followed or blocked on. */
 static int ks__archive_file(struct ks__gzout *g, int rootfd, const char *path, char *buf,
-                            struct ks_err *err) {
+                            struct ks__budget *budget, struct ks_err *err) {
   _cleanup_close_ int fd = -1;
   unsigned char header[KS_TAR_BLOCK];
   struct stat st;
@@ -118,6 +124,18 @@ static int ks__archive_file(struct ks__gzout *g, int rootfd, const char *path, c
     if (why != KS_TAR_OK)
       return ks_err_set(err, EINVAL, "snapshot", path);
   }
+  {
+    /* Likewise an archive restore would refuse for its size: more members,
+     * or more inflated bytes (end marker included), than it accepts. This
+     * also bounds the work: nothing past the cap is read. */
+    uint64_t size = (uint64_t) st.st_size;
+    uint64_t need = KS_TAR_BLOCK + (size + KS_TAR_BLOCK - 1) / KS_TAR_BLOCK * KS_TAR_BLOCK;
+    if (budget->members >= KS_RESTORE_MAX_MEMBERS || size > KS_RESTORE_MAX_INFLATED ||
+        budget->tar_bytes + need + 2 * KS_TAR_BLOCK > KS_RESTORE_MAX_INFLATED)
+      return ks_err_set(err, EFBIG, "snapshot", path);
+    budget->members++;
+    budget->tar_bytes += need;
+  }
   r = ks_tar_encode(header, path, KS_TAR_FILE, (uint64_t) st.st_size);
   if (r < 0)
     return ks_err_set(err, -r, "snapshot", path);
@@ -144,6 +162,7 @@ static int ks__archive_file(struct ks__gzout *g, int rootfd, const char *path, c
 int ks_snapshot_write(int rootfd, int outfd, char *errpath, size_t errpath_size,
                       struct ks_err *err) {
   struct ks_ws_walk w;
+  struct ks__budget budget = {0, 0};
   struct ks__gzout *g = NULL;
   size_t *order = NULL;
   char *buf = NULL;
@@ -175,7 +194,7 @@ int ks_snapshot_write(int rootfd, int outfd, char *errpath, size_t errpath_size,
     goto out;
   }
   for (size_t i = 0; i < w.n && r == 0; i++)
-    r = ks__archive_file(g, rootfd, w.arena + w.recs[order[i]].off, buf, err);
+    r = ks__archive_file(g, rootfd, w.arena + w.recs[order[i]].off, buf, &budget, err);
   if (r == 0)
     r = ks__gz_zeros(g, 2 * KS_TAR_BLOCK, err); /* the end-of-archive marker */
   if (r == 0)
@@ -310,6 +329,12 @@ static int ks__on_header(struct ks__restore *R, struct ks_err *err) {
     return 0;
   }
   why = ks_tar_decode(R->header, &m);
+  /* A directory member "./" (or "." or ".//"): the workspace root itself,
+   * which exists. `tar -C dir -czf x.tgz .` (GNU tar, bsdtar, node-tar)
+   * starts with one; skip it as every reader does. A file member, or a
+   * truly empty name, is still refused. */
+  if (why == KS_TAR_EMPTY_NAME && m.type == KS_TAR_DIR && R->header[0] != '\0')
+    return 0;
   if (why != KS_TAR_OK) {
     /* Name the member when the name itself was readable. */
     char name[101];
@@ -569,6 +594,16 @@ static int ks__vet_landing(struct ks__restore *R, const char *p, enum ks_tar_typ
     if (!S_ISDIR(st.st_mode))
       return ks__refuse(R, ENOTDIR, "a member's parent is a file in the workspace", NULL, err);
     int fd = openat(dirfd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    /* A directory a moment ago: a box swapped it for a symlink or a file,
+     * or removed it, since the fstatat. Say so, rather than report a bare
+     * openat error that the caller would pin on the archive's path. */
+    if (fd < 0 && errno == ENOENT)
+      return 0; /* the rest will be created */
+    if (fd < 0 && (errno == ENOTDIR || errno == ELOOP))
+      return ks__refuse(R, errno,
+                        "a member's parent directory in the workspace was replaced during the "
+                        "restore",
+                        NULL, err);
     if (fd < 0)
       return ks_err_set(err, errno, "openat", NULL);
     ks_close_keep_errno(cur);

@@ -33,7 +33,10 @@ struct ks_restore_report {
  * names, fixed modes, mtime 0, deflate level 1) to outfd.
  * Returns 0, or a negative errno (err names the syscall and the member):
  *   -ENAMETOOLONG  a path does not fit USTAR's 255 bytes
- *   -EFBIG         a file of 8 GiB or more
+ *   -EFBIG         the archive would exceed what restore accepts: more than
+ *                  KS_RESTORE_MAX_MEMBERS files, or more than
+ *                  KS_RESTORE_MAX_INFLATED bytes of tar (err names the first
+ *                  file past the cap; nothing of it is read)
  *   -EIO           a file shrank while it was being archived
  *   -ENOSPC ...    writing outfd failed */
 int ks_snapshot_write(int rootfd, int outfd, char *errpath, size_t errpath_size,

@@ -129,6 +129,21 @@ function skip(ctx, reason) {
  * everything is several times slower, so pure timing bounds are relaxed. */
 const underSanitizer = process.env.KERN_SANDBOX_BUILD === "Debug";
 
+/** Mounts a tmpfs on a fresh dir (root only); null with the reason otherwise. */
+function mountTmpfs(opts) {
+  const dir = tmpDir("tmpfs-");
+  try {
+    execFileSync("mount", ["-t", "tmpfs", "-o", opts, "tmpfs", dir], { stdio: "pipe" });
+    return { dir, why: null };
+  } catch (e) {
+    return { dir: null, why: `cannot mount a tmpfs (${String(e.stderr || e.message).trim()})` };
+  }
+}
+
+function umount(dir) {
+  if (dir !== null) execFileSync("umount", [dir]);
+}
+
 function cleanup() {
   if (root !== null) fs.rmSync(root, { recursive: true, force: true });
   root = null;
@@ -137,4 +152,5 @@ function cleanup() {
 module.exports = {
   repo, testRoot, fakeKern, stateDir, recordedArgv, clearState, tmpDir, children,
   processes, processesUsing, processesWith, openFds, sleep, waitFor, skip, cleanup, underSanitizer,
+  mountTmpfs, umount,
 };

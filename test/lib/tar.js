@@ -70,4 +70,23 @@ function writeTgz(file, members, { end = true } = {}) {
   return file;
 }
 
-module.exports = { BLOCK, octal, checksumOf, header, member, writeTgz };
+/** Header fields for a path, split into ustar's prefix and name when it is
+ * longer than the name field (at the last "/" that makes both fit). */
+function nameFields(name) {
+  if (Buffer.byteLength(name) <= FIELDS.name[1]) return { name };
+  const cut = name.lastIndexOf("/");
+  if (cut < 0) throw new Error(`cannot encode ${name} in ustar`);
+  return { prefix: name.slice(0, cut), name: name.slice(cut + 1) };
+}
+
+/** A valid tar stream (not compressed): members { name, data } (files) or
+ * { name, dir: true }, then the end marker. */
+function tarOf(members) {
+  const parts = members.map((m) => (m.dir
+    ? member({ ...nameFields(m.name), typeflag: "5", mode: octal(0o755, 8) })
+    : member({ ...nameFields(m.name), data: m.data === undefined ? "" : m.data })));
+  parts.push(Buffer.alloc(2 * BLOCK));
+  return Buffer.concat(parts);
+}
+
+module.exports = { BLOCK, octal, checksumOf, header, member, writeTgz, tarOf };
