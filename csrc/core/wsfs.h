@@ -132,7 +132,8 @@ struct ks_ws_entry {
  *   -ELOOP    subdir, or one of its components, is a symlink
  *   -ENOENT   subdir does not exist
  *   -ENOTDIR  subdir is not a directory
- *   -ENAMETOOLONG  a file's path would exceed 4095 bytes (syscall "walk")
+ *   -ENAMETOOLONG  a file's or a directory's path would exceed 4095 bytes
+ *             (syscall "walk"): an empty directory chain that deep too
  *   -E2BIG    more than 1,000,000 files, or 256 MiB of path bytes
  *             (syscall "walk")
  *   -ENOMEM   (syscall "malloc") */
