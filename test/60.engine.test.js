@@ -181,35 +181,117 @@ describe("engine", function () {
   });
 
   it("an exec failure of kern is a SandboxError with the errno shape", async function () {
-    const dir = h.tmpDir("vanish-");
+    // A regular, executable, root-owned file that is no program: it passes
+    // every check of the lookup and fails at exec.
+    const dir = h.tmpDir("noexec-");
     const k = path.join(dir, "kern");
-    fs.copyFileSync(h.fakeKern(), k);
-    fs.chmodSync(k, 0o755);
+    fs.writeFileSync(k, Buffer.alloc(64, 0x7f), { mode: 0o755 });
     const saved = process.env.KERN_BIN;
     process.env.KERN_BIN = k;
     try {
-      const s = new Sandbox();
-      await s.open();
-      try {
-        assert.strictEqual((await s.run(["echo", "ok"])).stdout, "ok\n"); // positive control
-        fs.unlinkSync(k); // kern vanishes mid-session
+      await withSandbox(async (s) => {
         await assert.rejects(s.run(["echo", "x"]), (e) => {
           assert.ok(e instanceof SandboxError);
-          assert.strictEqual(e.code, "ENOENT");
-          assert.strictEqual(e.errno, -os.constants.errno.ENOENT);
+          assert.strictEqual(e.code, "ENOEXEC");
+          assert.strictEqual(e.errno, -os.constants.errno.ENOEXEC);
           assert.strictEqual(e.syscall, "execve");
           assert.strictEqual(e.path, fs.realpathSync(dir) + "/kern");
           return true;
         });
-        fs.copyFileSync(h.fakeKern(), k); // and comes back: the session is still usable
-        fs.chmodSync(k, 0o755);
-        assert.strictEqual((await s.run(["echo", "back"])).stdout, "back\n");
-      } finally {
-        await s.close();
-      }
+      });
     } finally {
       process.env.KERN_BIN = saved;
     }
+  });
+
+  describe("A36: a session runs the kern it resolved, held open", function () {
+    let saved;
+    let dir;
+    let k;
+    beforeEach(function () {
+      saved = process.env.KERN_BIN;
+      dir = fs.realpathSync(h.tmpDir("held-"));
+      k = path.join(dir, "kern");
+      fs.copyFileSync(h.fakeKern(), k);
+      fs.chmodSync(k, 0o755);
+      process.env.KERN_BIN = k;
+    });
+    afterEach(function () {
+      process.env.KERN_BIN = saved;
+    });
+    // An impostor that passes every lookup check (a root-owned 0755 ELF):
+    // /bin/echo, which prints the `kern box NAME ...` argv it is given.
+    const swapIn = () => {
+      const tmp = path.join(dir, "kern.new");
+      fs.copyFileSync("/bin/echo", tmp);
+      fs.chmodSync(tmp, 0o755);
+      fs.renameSync(tmp, k); // atomically over the resolved path
+    };
+    const ranImpostor = (r) => /^box ksbx-[0-9a-f]{16} /.test(r.stdout);
+
+    it("A36: kern renamed over mid-session: the session's boxes (and `kern stop`) still run " +
+      "the resolved binary; a new session runs the new one (positive control)", async function () {
+      const s = new Sandbox({ timeoutS: 0.3 });
+      await s.open();
+      try {
+        assert.strictEqual((await s.run(["echo", "before"])).stdout, "before\n");
+        swapIn();
+        const r = await s.run(["echo", "after"]);
+        assert.ok(!ranImpostor(r), `the swapped-in binary ran: ${JSON.stringify(r.stdout)}`);
+        assert.strictEqual(r.stdout, "after\n");
+        assert.strictEqual(r.fault, null);
+        // After a timeout `kern stop` runs from the same held binary: the
+        // double logs each stop next to its own exe (the impostor would not).
+        const t = await s.run(["sh", "-c", "trap '' TERM; sleep 30"]);
+        assert.strictEqual(t.fault && t.fault.type, "timeout");
+        const stops = path.join(dir, "kern-state", "stops.log");
+        assert.ok(await h.waitFor(() => fs.existsSync(stops) &&
+          fs.readFileSync(stops, "utf8").split("\n").length >= 2, 3000), "kern stop ran from the held binary");
+        // Positive control: the swap is real, and a fresh lookup runs it.
+        const fresh = await withSandbox((n) => n.run(["echo", "fresh"]));
+        assert.ok(ranImpostor(fresh), `a new session runs the new file: ${JSON.stringify(fresh.stdout)}`);
+      } finally {
+        await s.close();
+      }
+    });
+
+    it("A36: kern deleted mid-session: the session still runs it", async function () {
+      await withSandbox(async (s) => {
+        assert.strictEqual((await s.run(["echo", "before"])).stdout, "before\n");
+        fs.unlinkSync(k);
+        assert.strictEqual((await s.run(["echo", "gone"])).stdout, "gone\n");
+      });
+      // Positive control: a new session finds nothing to run.
+      assert.throws(() => new Sandbox(), /not an executable file/);
+    });
+
+    it("A36: a kern that turns group-writable or foreign-owned before open(), or a script, is " +
+      "refused there",
+      async function () {
+        const s1 = new Sandbox();
+        fs.chmodSync(k, 0o775);
+        await assert.rejects(s1.open(), /writable by group or others/);
+        fs.chmodSync(k, 0o755);
+        const s2 = new Sandbox();
+        fs.chownSync(k, 1234, 1234);
+        await assert.rejects(s2.open(), /belongs to another user \(uid 1234\)/);
+        fs.chownSync(k, 0, 0);
+        // A `#!` script cannot be executed through the held descriptor: refused
+        // with a reason, not an ENOENT at every run.
+        const script = path.join(dir, "kern.sh");
+        fs.writeFileSync(script, "#!/bin/sh\necho hi\n", { mode: 0o755 });
+        process.env.KERN_BIN = script;
+        await assert.rejects(new Sandbox().open(), /is a script; kern must be the kern binary/);
+        process.env.KERN_BIN = k;
+        // Positive control: the same file, back to root 0755, opens and runs.
+        const s3 = new Sandbox();
+        await s3.open();
+        try {
+          assert.strictEqual((await s3.run(["echo", "ok"])).stdout, "ok\n");
+        } finally {
+          await s3.close();
+        }
+      });
   });
 
   it("the process exits by itself after runs, including a timed-out one", async function () {

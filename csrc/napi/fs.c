@@ -1,5 +1,5 @@
 /* Workspace file operations for the JS facade: wsOpen, wsClose, wsWriteFile,
- * wsReadFile, wsList, wsScan, wsDiff, wsRemoveTree.
+ * wsReadFile, wsList, wsScan, wsDiff, wsRemoveTree; and kernOpen.
  *
  * Glue only: unpack arguments on the JS thread, run exactly one core call
  * from wsfs.c or wsscan.c on a libuv worker (napi async work), and settle a
@@ -7,6 +7,7 @@
  * its own duplicate of the workspace descriptor, so a wsClose() racing with
  * work in flight can never make the worker resolve paths beneath some other
  * directory that reused the descriptor number. */
+#define _GNU_SOURCE /* O_PATH */
 #include <fcntl.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -669,6 +670,39 @@ static napi_value ks__ws_open(napi_env env, napi_callback_info info) {
   return out;
 }
 
+/* kernOpen(absPath) -> fd. Synchronous, at Sandbox.open(): the kern binary
+ * held open (O_PATH, close-on-exec) and executed through the descriptor, so
+ * a file renamed over the path later never runs (A36). O_NOFOLLOW: the path
+ * is already resolved; a symlink swapped in since opens as a link, which the
+ * caller's fstat check refuses. Closed with wsClose. */
+static napi_value ks__kern_open(napi_env env, napi_callback_info info) {
+  napi_value argv[1];
+  napi_value out;
+  struct ks_err err;
+  char *path;
+  int fd;
+
+  if (!ks__get_args(env, info, 1, argv, "kernOpen(absPath) takes 1 argument"))
+    return NULL;
+  path = ks__get_string_arg(env, argv[0], "kern-sandbox: absPath must be a string", NULL);
+  if (path == NULL)
+    return NULL;
+  fd = open(path, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) {
+    ks_err_set(&err, errno, "open", path);
+    ks__throw_system(env, &err);
+    free(path);
+    return NULL;
+  }
+  free(path);
+  if (napi_create_int32(env, fd, &out) != napi_ok) {
+    (void) close(fd);
+    ks_napi_throw_last(env);
+    return NULL;
+  }
+  return out;
+}
+
 /* wsClose(fd) -> undefined. Synchronous. */
 static napi_value ks__ws_close(napi_env env, napi_callback_info info) {
   napi_value argv[1];
@@ -693,6 +727,7 @@ bool ks_napi_init_fs(napi_env env, napi_value exports) {
   } table[] = {
       {"wsOpen", ks__ws_open},
       {"wsClose", ks__ws_close},
+      {"kernOpen", ks__kern_open},
       {"wsWriteFile", ks__ws_write_file},
       {"wsReadFile", ks__ws_read_file},
       {"wsList", ks__ws_list},
