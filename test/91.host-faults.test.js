@@ -63,26 +63,6 @@ function exitOf(child) {
   });
 }
 
-/** Files under dirs whose content holds needle. */
-function secretFiles(dirs, needle) {
-  let n = 0;
-  const walk = (d) => {
-    let entries;
-    try {
-      entries = fs.readdirSync(d, { withFileTypes: true });
-    } catch {
-      return;
-    }
-    for (const e of entries) {
-      const p = path.join(d, e.name);
-      if (e.isDirectory()) walk(p);
-      else if (e.isFile() && fs.readFileSync(p).includes(needle)) n++;
-    }
-  };
-  dirs.forEach(walk);
-  return n;
-}
-
 /** The node include dir with node_api.h, or null. */
 function nodeInclude() {
   for (const d of [path.resolve(process.execPath, "../../include/node"), "/usr/include/node"]) {
@@ -383,7 +363,7 @@ describe("host faults", function () {
       envMemfds: memfds(),
       tmpEntries: fs.readdirSync(tmp).length, // workspaces, env files
       kernProcesses: h.processesUsing(h.fakeKern()).length,
-      secretOnDisk: secretFiles([tmp, h.stateDir()], secret),
+      secretOnDisk: h.secretFiles([tmp, h.stateDir()], secret),
     };
     const leakTotal = Object.values(leaks).reduce((a, b) => a + Math.abs(b), 0);
     const MiB = 1024 * 1024;

@@ -100,6 +100,26 @@ function processesWith(marker, except = []) {
     !except.includes(p.pid)).map((p) => p.pid);
 }
 
+/** How many files under dirs hold needle (symlinks are not followed). */
+function secretFiles(dirs, needle) {
+  let n = 0;
+  const walk = (d) => {
+    let entries;
+    try {
+      entries = fs.readdirSync(d, { withFileTypes: true });
+    } catch {
+      return;
+    }
+    for (const e of entries) {
+      const p = path.join(d, e.name);
+      if (e.isDirectory()) walk(p);
+      else if (e.isFile() && fs.readFileSync(p).includes(needle)) n++;
+    }
+  };
+  dirs.forEach(walk);
+  return n;
+}
+
 function openFds() {
   return fs.readdirSync("/proc/self/fd").length;
 }
@@ -136,5 +156,5 @@ function cleanup() {
 
 module.exports = {
   repo, testRoot, fakeKern, stateDir, recordedArgv, clearState, tmpDir, children,
-  processes, processesUsing, processesWith, openFds, sleep, waitFor, skip, cleanup, underSanitizer,
+  processes, processesUsing, processesWith, secretFiles, openFds, sleep, waitFor, skip, cleanup, underSanitizer,
 };
