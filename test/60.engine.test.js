@@ -76,6 +76,100 @@ describe("engine", function () {
       assert.ok(Math.min(...late) >= 0);
     });
 
+  describe("C1: SIGTERM ignored in every way", function () {
+    // Each workload makes SIGTERM harmless (ignored, or blocked with every
+    // other signal), proves it by sending itself one, prints "ready", then
+    // loops: a box that only SIGKILL ends.
+    const BLOCKER = `#include <signal.h>
+#include <stdio.h>
+#include <unistd.h>
+int main(int argc, char **argv) {
+  sigset_t all;
+  sigfillset(&all);
+  sigprocmask(SIG_BLOCK, &all, NULL);
+  raise(SIGTERM); /* stays pending */
+  printf("ready\\n");
+  fflush(stdout);
+  if (argc > 2 && argv[2][0] == 'b')
+    for (;;) {}
+  for (;;) pause();
+}
+`;
+    let blocker = null;
+    let python = null;
+    before(function () {
+      this.timeout(30000);
+      try {
+        // A pyenv shim is a shell script that takes ~0.5 s: use the real binary.
+        python = execFileSync("python3", ["-c", "import sys; print(sys.executable)"], { encoding: "utf8" }).trim();
+      } catch {
+        python = null;
+      }
+      try {
+        const dir = h.tmpDir("c1-");
+        fs.writeFileSync(path.join(dir, "blocker.c"), BLOCKER);
+        execFileSync("cc", ["-O2", "-o", path.join(dir, "blocker"), path.join(dir, "blocker.c")], { stdio: "pipe" });
+        blocker = path.join(dir, "blocker");
+      } catch {
+        blocker = null;
+      }
+    });
+    const variants = {
+      "sh trap '' TERM": (m, busy) => ["sh", "-c",
+        `trap '' TERM; kill -TERM $$; echo ready; while :; do ${busy ? ":" : "sleep 1"}; done`, m],
+      "Python signal.signal(SIGTERM, SIG_IGN)": (m, busy) => [python, "-S", "-c",
+        "import os, signal, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\n" +
+        "os.kill(os.getpid(), signal.SIGTERM)\nprint('ready', flush=True)\n" +
+        `while True:\n    ${busy ? "pass" : "time.sleep(1)"}`, m],
+      "C sigprocmask(SIG_BLOCK, all signals)": (m, busy) => [blocker, m, busy ? "busy" : "idle"],
+    };
+    const TIMEOUT_S = 0.8; // room for a Python start-up on a loaded machine
+    const BOUND_MS = 2500; // the catalogue's: timeout + 2 s grace + 0.5 s
+
+    it("C1: 100 trials of each (sh, Python SIG_IGN, C with all signals blocked) plus 5 " +
+      "busy-spinning ones each, 12 at a time: 100/100 time out within the bound, nothing left",
+    async function () {
+      this.timeout(60000);
+      if (python === null) return h.skip(this, "no python3");
+      if (blocker === null) return h.skip(this, "no C compiler for the signal-blocking spinner");
+      const names = Object.keys(variants);
+      // Variants interleaved, the busy ones spread out (a few spin at once).
+      const jobs = [];
+      for (let i = 0; i < 105; i++) names.forEach((what) => jobs.push({ what, i, busy: i % 21 === 20 }));
+      const bad = [];
+      const late = Object.fromEntries(names.map((w) => [w, []]));
+      const started = Date.now();
+      await withSandbox({ timeoutS: TIMEOUT_S }, async (sbx) => {
+        let next = 0;
+        await Promise.all(Array.from({ length: 12 }, async () => {
+          for (let j = next++; j < jobs.length; j = next++) {
+            const { what, i, busy } = jobs[j];
+            const marker = `c1-${i}-${crypto.randomBytes(4).toString("hex")}`;
+            const r = await sbx.run(variants[what](marker, busy));
+            const past = r.durationMs - TIMEOUT_S * 1000;
+            late[what].push(past);
+            const gone = await h.waitFor(() => markerProcesses(marker).length === 0, 1000, 10);
+            if (!(r.fault && r.fault.type === "timeout") || r.stdout !== "ready\n" || !gone ||
+              past < 0 || past >= BOUND_MS)
+              bad.push(`${what} ${i}${busy ? " busy" : ""}: ${JSON.stringify({ fault: r.fault,
+                stdout: r.stdout, stderr: r.stderr.slice(0, 200), durationMs: r.durationMs,
+                left: markerProcesses(marker) })}`);
+          }
+        }));
+      });
+      for (const what of names) {
+        const l = late[what].sort((a, b) => a - b);
+        note(`${what}: ${l.length} trials, past the deadline p50 ${l[52].toFixed(0)} ms, ` +
+          `max ${l[l.length - 1].toFixed(0)} ms`);
+      }
+      note(`${jobs.length} trials in ${Date.now() - started} ms; ${bad.length} wrong`);
+      // "ready": each workload had made SIGTERM harmless (and sent itself
+      // one) before the deadline, so only the SIGKILL could end it.
+      assert.deepStrictEqual(bad, []);
+      assert.ok(await h.waitFor(() => binding.liveBoxes() === 0, 2000));
+    });
+  });
+
   it("C6: 1 GiB of stdout with a 1 MiB cap keeps exactly the first MiB, bounded RSS", async function () {
     this.timeout(120000);
     const MiB = 1024 * 1024;
