@@ -1,4 +1,6 @@
 /* Module init: per-environment state, exports, teardown. Nothing else. */
+#define _GNU_SOURCE
+#include <dlfcn.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -32,6 +34,17 @@ static void ks__read_forced_fallbacks(void) {
   ks_compat_disable(features);
 }
 
+/* Keeps this library mapped for the life of the process. When a Worker that
+ * alone loaded the addon exits, Node dlclose()s it before the Worker's
+ * isolate is torn down, and the isolate then runs the finalizers of our
+ * external result strings (ks__free_external), in code no longer mapped:
+ * SIGSEGV of the whole process (C10). */
+static void ks__pin_library(void) {
+  Dl_info info;
+  if (dladdr((void *) ks__pin_library, &info) != 0 && info.dli_fname != NULL)
+    (void) dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE);
+}
+
 static void ks__env_cleanup(void *arg) {
   /* No box outlives its environment, Worker termination included. */
   ks_addon_shutdown(arg);
@@ -59,6 +72,7 @@ static napi_value ks__init(napi_env env, napi_value exports) {
     return NULL;
   }
   KS_NAPI_CALL(env, napi_add_env_cleanup_hook(env, ks__env_cleanup, addon));
+  ks__pin_library();
   ks__read_forced_fallbacks();
   {
     /* Per-call change tracking from inotify events; KERN_SANDBOX_TRACKER=0
