@@ -6,9 +6,15 @@ const assert = require("assert");
 const crypto = require("crypto");
 const path = require("path");
 const { spawn, execFileSync } = require("child_process");
+const { Worker } = require("worker_threads");
+const fs = require("fs");
 const { withSandbox, runCode } = require("..");
 const binding = require("../lib/binding");
 const h = require("./lib/harness");
+
+function note(msg) {
+  console.log(`      ${msg}`);
+}
 
 describe("reliability", function () {
   it("C11: 300 concurrent runs on one session, each gets its own token back", async function () {
@@ -79,6 +85,113 @@ describe("reliability", function () {
     const left = h.processesWith(marker, [child.pid]);
     await new Promise((resolve) => child.on("exit", resolve));
     assert.ok(gone, `left after worker.terminate(): ${left}`);
+  });
+
+  it("C10: used from Workers only (the main thread never loads the addon), Workers whose " +
+    "results hold output end without crashing the process", async function () {
+    this.timeout(30000);
+    // A Worker's exit unloads the addons only it loaded; its isolate then
+    // frees the result strings, whose finalizer lives in the addon.
+    const r = await new Promise((resolve) => {
+      const child = spawn(process.execPath,
+        [path.join(h.repo, "test/fixtures/scripts/worker-only.js"), h.repo, "3"],
+        { stdio: ["ignore", "pipe", "inherit"] });
+      let out = "";
+      child.stdout.on("data", (d) => (out += d));
+      child.on("exit", (code, signal) => resolve({ code, signal, out }));
+    });
+    assert.deepStrictEqual({ code: r.code, signal: r.signal }, { code: 0, signal: null });
+    assert.deepStrictEqual(JSON.parse(r.out), Array(3).fill("ascii\ncafé\n"));
+  });
+
+  it("C10: 100 Workers start and end while boxes run (idle; a box that finishes; a box left " +
+    "running at process.exit() or terminate()): no early kill, deadlines hold, a thread's boxes " +
+    "die with it, nothing left", async function () {
+    this.timeout(60000);
+    // The Workers' code: each loads the addon (its own supervisor thread,
+    // which ends with the Worker) and does what its kind says.
+    const workerCode = `
+      const { parentPort, workerData: w } = require("worker_threads");
+      const { withSandbox } = require(w.repo);
+      if (w.kind === "short") {
+        withSandbox((s) => s.run(["echo", w.marker])).then((r) => parentPort.postMessage(r.stdout));
+      } else if (w.kind === "exit" || w.kind === "terminate") {
+        parentPort.on("message", () => process.exit(0)); // ends this thread only
+        withSandbox({ timeoutS: 60 }, (s) => s.run(["sh", "-c", "while :; do sleep 0.1; done", w.marker]));
+      }`;
+    const flag = path.join(h.tmpDir("c10-"), "go");
+    // One /proc scan shared by every poller (at most every 50 ms): ten lanes
+    // scanning /proc each would keep the event loop busy on their own.
+    let snap = { at: 0, procs: [] };
+    const withMarker = (m) => {
+      if (Date.now() - snap.at > 50) snap = { at: Date.now(), procs: h.processes() };
+      return snap.procs.filter((p) => p.argv.includes(m) && p.state !== "Z").length;
+    };
+    const longMarker = `c10-long-${crypto.randomBytes(4).toString("hex")}`;
+    const kinds = ["idle", "short", "exit", "terminate"];
+    const wrong = [];
+    let churnDone = false;
+    const spins = [];
+    await withSandbox({ timeoutS: 30 }, async (sbx) => {
+      // A box that must not be killed early: it runs until the churn is over.
+      const long = sbx.run(["sh", "-c", `while [ ! -e ${flag} ]; do sleep 0.05; done; echo survived`, longMarker]);
+      // Boxes whose deadline (0.5 s) falls while threads come and go.
+      const spinner = (async () => {
+        while (!churnDone) {
+          const marker = `c10-spin-${crypto.randomBytes(4).toString("hex")}`;
+          const r = await runCode(`trap '' TERM; while :; do sleep 1; done # ${marker}`,
+            { language: "bash", timeoutS: 0.5 });
+          const gone = await h.waitFor(() => withMarker(marker) === 0, 1000, 50);
+          spins.push(r.durationMs - 500);
+          if (!(r.fault && r.fault.type === "timeout") || !gone || r.durationMs - 500 > 2500)
+            wrong.push(`spinner: ${JSON.stringify(r.fault)} ${r.durationMs} ms, gone ${gone}`);
+        }
+      })();
+      assert.ok(await h.waitFor(() => withMarker(longMarker) >= 2, 5000), "the long box runs");
+
+      const one = async (n) => {
+        const kind = kinds[n % 4];
+        const marker = `c10-w${n}-${crypto.randomBytes(4).toString("hex")}`;
+        const w = new Worker(workerCode, { eval: true, workerData: { repo: h.repo, kind, marker } });
+        const exited = new Promise((resolve) => w.once("exit", resolve));
+        w.on("error", (e) => wrong.push(`worker ${n} (${kind}): ${e.message}`));
+        if (kind === "short") {
+          const out = await new Promise((resolve) => w.once("message", resolve));
+          if (out !== `${marker}\n`) wrong.push(`worker ${n}: short box gave ${JSON.stringify(out)}`);
+        } else if (kind === "exit" || kind === "terminate") {
+          // Its box (kern and the workload) runs, then its thread ends.
+          if (!(await h.waitFor(() => withMarker(marker) >= 2, 10000, 50)))
+            wrong.push(`worker ${n} (${kind}): its box never ran`);
+          if (kind === "exit") w.postMessage("exit");
+          else await w.terminate();
+        }
+        await exited;
+        if (!(await h.waitFor(() => withMarker(marker) === 0, 1000, 50)))
+          wrong.push(`worker ${n} (${kind}): left ${h.processesWith(marker)} after the thread ended`);
+      };
+      const started = Date.now();
+      let next = 0;
+      await Promise.all(Array.from({ length: 10 }, async () => {
+        for (let n = next++; n < 100; n = next++) await one(n);
+      }));
+      const churnMs = Date.now() - started;
+      churnDone = true;
+      await spinner;
+      const stillThere = h.processesWith(longMarker).length >= 2; // a fresh scan
+      fs.writeFileSync(flag, "");
+      const r = await long;
+      spins.sort((a, b) => a - b);
+      note(`100 Workers (25 of each: ${kinds.join(", ")}) in ${churnMs} ms; ${spins.length} spinner ` +
+        `boxes timed out meanwhile, past the deadline max ${spins[spins.length - 1].toFixed(0)} ms; ` +
+        `the long box ran ${r.durationMs.toFixed(0)} ms`);
+      assert.ok(stillThere, "the long box was still running after the churn");
+      assert.strictEqual(r.stdout, "survived\n");
+      assert.strictEqual(r.fault, null);
+      assert.ok(r.durationMs >= churnMs, "it ran through the whole churn");
+      assert.ok(spins.length >= 2, "positive control: deadlines fell during the churn");
+    });
+    assert.deepStrictEqual(wrong, []);
+    assert.ok(await h.waitFor(() => binding.liveBoxes() === 0, 2000));
   });
 
   it("C16: a Sandbox dropped mid-run still completes its run, no crash after GC", async function () {
