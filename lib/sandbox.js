@@ -111,7 +111,7 @@ class Sandbox {
         throw new SandboxError(`the kern binary ${JSON.stringify(this.#kern)} lies inside the ` +
           "workspace, where a box could replace it");
       this.#kernFd = openKern(this.#kern);
-      this.#rootfd = binding.wsOpen(ws);
+      this.#rootfd = binding.wsOpen(ws, own);
       this.#watch = binding.wsWatch(this.#rootfd);
     } catch (e) {
       this.#closeKern();

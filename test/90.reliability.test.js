@@ -8,6 +8,7 @@ const path = require("path");
 const { spawn, execFileSync } = require("child_process");
 const { Worker } = require("worker_threads");
 const fs = require("fs");
+const os = require("os");
 const { withSandbox, runCode } = require("..");
 const binding = require("../lib/binding");
 const h = require("./lib/harness");
@@ -130,6 +131,11 @@ describe("reliability", function () {
     const longMarker = `c10-long-${crypto.randomBytes(4).toString("hex")}`;
     const kinds = ["idle", "short", "exit", "terminate"];
     const wrong = [];
+    // Half the Workers end with a session open: its descriptors (workspace,
+    // kern) and its temporary workspace must go with the Worker's teardown.
+    const workspaces = () => fs.readdirSync(os.tmpdir()).filter((e) => e.startsWith("kern-ws-"));
+    const fds0 = h.openFds();
+    const ws0 = workspaces();
     let churnDone = false;
     const spins = [];
     await withSandbox({ timeoutS: 30 }, async (sbx) => {
@@ -192,6 +198,9 @@ describe("reliability", function () {
     });
     assert.deepStrictEqual(wrong, []);
     assert.ok(await h.waitFor(() => binding.liveBoxes() === 0, 2000));
+    await h.waitFor(() => h.openFds() === fds0, 2000);
+    assert.strictEqual(h.openFds(), fds0, "descriptors back to the count before the Workers");
+    assert.deepStrictEqual(workspaces(), ws0, "no workspace of an ended Worker left");
   });
 
   it("C16: a Sandbox dropped mid-run still completes its run, no crash after GC", async function () {
@@ -238,13 +247,18 @@ describe("reliability", function () {
 describe("reliability: the host process ends while boxes run (C9)", function () {
   // Each ending is run by the child when told to, once the test has seen its
   // boxes running (no guess at how long start-up takes, e.g. under ASan).
+  // The third field: whether the session's temporary workspace is removed.
+  // process.exit() and an uncaught exception run the package's 'exit' hook;
+  // a SIGTERM without a handler ends Node before any JS or cleanup hook can
+  // run, so its workspace stays (as after kill -9).
   const endings = [
-    ["process.exit()", "process.exit(0)"],
-    ["an uncaught exception", "throw new Error('boom')"],
-    ["SIGTERM", "process.kill(process.pid, 'SIGTERM')"],
+    ["process.exit()", "process.exit(0)", true],
+    ["an uncaught exception", "throw new Error('boom')", true],
+    ["SIGTERM", "process.kill(process.pid, 'SIGTERM')", false],
   ];
-  for (const [what, ending] of endings) {
-    it(`C9: after ${what}, no kern or box process remains 1 s later`, async function () {
+  for (const [what, ending, removed] of endings) {
+    it(`C9: after ${what}, no kern or box process remains 1 s later; the temporary workspace ` +
+      `${removed ? "is removed" : "stays (no JS runs)"}`, async function () {
       this.timeout(h.underSanitizer ? 90000 : 20000);
       const marker = `end-${crypto.randomBytes(4).toString("hex")}`;
       const code = `
@@ -252,7 +266,9 @@ describe("reliability: the host process ends while boxes run (C9)", function () 
         withSandbox({ timeoutS: 60 }, (sbx) => Promise.all([1, 2].map(() =>
           sbx.run(["sh", "-c", "while :; do sleep 0.1; done", ${JSON.stringify(marker)}]))));
         process.once("message", () => { ${ending}; });`;
-      const child = spawn(process.execPath, ["-e", code], { stdio: ["ignore", "ignore", "ignore", "ipc"] });
+      const tmp = h.tmpDir("c9-tmp-");
+      const child = spawn(process.execPath, ["-e", code],
+        { env: { ...process.env, TMPDIR: tmp }, stdio: ["ignore", "ignore", "ignore", "ipc"] });
       const exited = new Promise((resolve) => child.on("exit", resolve));
       const running = await h.waitFor(() => h.processesWith(marker, [child.pid]).length >= 4,
         h.underSanitizer ? 60000 : 5000);
@@ -262,6 +278,10 @@ describe("reliability: the host process ends while boxes run (C9)", function () 
       await exited;
       const gone = await h.waitFor(() => h.processesWith(marker).length === 0, 1000);
       assert.ok(gone, `left: ${h.processesWith(marker)}`);
+      const left = fs.readdirSync(tmp);
+      fs.rmSync(tmp, { recursive: true, force: true });
+      assert.strictEqual(left.length, removed ? 0 : 1, JSON.stringify(left));
+      assert.ok(left.every((e) => /^kern-ws-/.test(e)), JSON.stringify(left));
     });
   }
 });

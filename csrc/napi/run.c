@@ -608,6 +608,19 @@ static napi_value ks__live_boxes(napi_env env, napi_callback_info info) {
   return out;
 }
 
+/* shutdown(): what the environment's teardown does, now: kills and reaps
+ * every box, removes the workspaces sessions created and closes their
+ * descriptors. For process.exit() and an uncaught exception, after which
+ * Node runs no cleanup hook of the main environment. No run starts after. */
+static napi_value ks__shutdown(napi_env env, napi_callback_info info) {
+  struct ks_addon *addon;
+  (void) info;
+  KS_NAPI_CALL(env, napi_get_instance_data(env, (void **) &addon));
+  ks_addon_shutdown(addon);
+  ks_addon_drop_held(addon);
+  return NULL;
+}
+
 /* cancelGroup(group): kills every box of a closing session. */
 static napi_value ks__cancel_group(napi_env env, napi_callback_info info) {
   struct ks_addon *addon;
@@ -636,6 +649,9 @@ bool ks_napi_init_run(napi_env env, napi_value exports) {
     return false;
   if (napi_create_function(env, "run", NAPI_AUTO_LENGTH, ks__run, NULL, &fn) != napi_ok ||
       !ks_napi_set(env, exports, "run", fn))
+    return false;
+  if (napi_create_function(env, "shutdown", NAPI_AUTO_LENGTH, ks__shutdown, NULL, &fn) != napi_ok ||
+      !ks_napi_set(env, exports, "shutdown", fn))
     return false;
   if (napi_create_function(env, "liveBoxes", NAPI_AUTO_LENGTH, ks__live_boxes, NULL, &fn) !=
           napi_ok ||
