@@ -100,6 +100,21 @@ function processesWith(marker, except = []) {
     !except.includes(p.pid)).map((p) => p.pid);
 }
 
+/** Live processes whose working directory is dir or lies under it (a box
+ * workload of the double runs in its workspace). */
+function processesIn(dir) {
+  const root = fs.realpathSync(dir);
+  return processes().filter((p) => {
+    if (p.state === "Z") return false;
+    try {
+      const cwd = fs.readlinkSync(`/proc/${p.pid}/cwd`);
+      return cwd === root || cwd.startsWith(`${root}/`);
+    } catch {
+      return false;
+    }
+  }).map((p) => p.pid);
+}
+
 /** How many files under dirs hold needle (symlinks are not followed). */
 function secretFiles(dirs, needle) {
   let n = 0;
@@ -156,5 +171,5 @@ function cleanup() {
 
 module.exports = {
   repo, testRoot, fakeKern, stateDir, recordedArgv, clearState, tmpDir, children,
-  processes, processesUsing, processesWith, secretFiles, openFds, sleep, waitFor, skip, cleanup, underSanitizer,
+  processes, processesUsing, processesWith, processesIn, secretFiles, openFds, sleep, waitFor, skip, cleanup, underSanitizer,
 };
