@@ -349,6 +349,27 @@ int main(int argc, char **argv) {
       }
     });
 
+    it("A36: a kern in the workspace (KERN_BIN, or found through PATH) is refused at open()", async function () {
+      const ws = fs.realpathSync(h.tmpDir("kws-"));
+      const planted = path.join(ws, "kern");
+      fs.copyFileSync(h.fakeKern(), planted);
+      fs.chmodSync(planted, 0o755);
+      process.env.KERN_BIN = planted;
+      await assert.rejects(new Sandbox({ workspace: ws }).open(), /lies inside the workspace/);
+      const savedPath = process.env.PATH;
+      delete process.env.KERN_BIN;
+      process.env.PATH = `${ws}:${savedPath}`;
+      try {
+        await assert.rejects(new Sandbox({ workspace: ws }).open(), /lies inside the workspace/);
+        // Positive control: the same file, with another workspace, opens.
+        await withSandbox({ workspace: h.tmpDir("kws2-") }, async (sb) => {
+          assert.strictEqual((await sb.run(["echo", "ok"])).stdout, "ok\n");
+        });
+      } finally {
+        process.env.PATH = savedPath;
+      }
+    });
+
     it("A36: kern deleted mid-session: the session still runs it", async function () {
       await withSandbox(async (s) => {
         assert.strictEqual((await s.run(["echo", "before"])).stdout, "before\n");
