@@ -235,7 +235,8 @@ int main(int argc, char **argv) {
   describe("what kern inherits (A37, A38, A40, A41)", function () {
     let dump;
     before(async function () {
-      // An fd the host opened without O_CLOEXEC must not reach kern.
+      // An fd the host holds must not reach kern. (fs.openSync sets
+      // O_CLOEXEC; fds opened without it are in 62.inheritance.test.js.)
       const leaked = fs.openSync("/dev/null", "r");
       try {
         const r = await runCode("true", { language: "bash", image: "fake:dump" });
