@@ -18,4 +18,9 @@ try {
   throw err;
 }
 
+// process.exit() and an uncaught exception end the process without the
+// environment teardown that kills boxes and removes the workspaces sessions
+// created (C9): do it here, synchronously, as the process goes.
+process.once("exit", () => binding.shutdown());
+
 module.exports = binding;

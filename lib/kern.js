@@ -7,6 +7,7 @@ const path = require("path");
 const crypto = require("crypto");
 const { SandboxError } = require("./errors");
 const { BOX_WORKSPACE } = require("./mounts");
+const binding = require("./binding");
 
 const DEPS_DIR = ".deps";
 const HOW_TO_GET_KERN =
@@ -22,7 +23,12 @@ function checkKernFile(file, source) {
   } catch {
     return `${source} ${JSON.stringify(file)} is not an executable file`;
   }
+  return checkKernStat(st, file, source);
+}
+
+function checkKernStat(st, file, source) {
   if (!st.isFile()) return `${source} ${JSON.stringify(file)} is not a regular file`;
+  if ((st.mode & 0o111) === 0) return `${source} ${JSON.stringify(file)} is not an executable file`;
   // Anyone who can rewrite kern runs code as us on the next box (A36).
   if (st.mode & 0o022)
     return `${source} ${JSON.stringify(file)} is writable by group or others; refusing to run it`;
@@ -52,6 +58,52 @@ function findKern(env = process.env) {
       return fs.realpathSync(cand);
   }
   throw new SandboxError(`the kern binary was not found on PATH; ${HOW_TO_GET_KERN}`);
+}
+
+function isScript(fd) {
+  let rfd;
+  try {
+    rfd = fs.openSync(`/proc/self/fd/${fd}`, "r"); // the same file, not the path
+  } catch {
+    return false; // execute-only: execveat will tell
+  }
+  try {
+    const head = Buffer.alloc(2);
+    return fs.readSync(rfd, head, 0, 2, 0) === 2 && head.toString("latin1") === "#!";
+  } finally {
+    fs.closeSync(rfd);
+  }
+}
+
+/**
+ * Opens the kern that findKern() resolved and checks the file it got, not
+ * the path: every box of the session executes this descriptor, so a file
+ * renamed over the path afterwards never runs (A36). Close it with
+ * binding.wsClose.
+ */
+function openKern(file) {
+  let fd;
+  try {
+    fd = binding.kernOpen(file);
+  } catch (e) {
+    throw new SandboxError(`kern ${JSON.stringify(file)} cannot be opened (${e.code}); ${HOW_TO_GET_KERN}`);
+  }
+  let problem;
+  try {
+    problem = checkKernStat(fs.fstatSync(fd), file, "kern");
+  } catch (e) {
+    problem = `kern ${JSON.stringify(file)} cannot be checked (${e.code})`;
+  }
+  // Exec through a close-on-exec descriptor cannot run a `#!` script (its
+  // interpreter would get a /dev/fd path that is closed by then): say so here
+  // rather than fail every run with ENOENT.
+  if (!problem && isScript(fd))
+    problem = `kern ${JSON.stringify(file)} is a script; kern must be the kern binary itself`;
+  if (problem) {
+    binding.wsClose(fd);
+    throw new SandboxError(`${problem}; ${HOW_TO_GET_KERN}`);
+  }
+  return fd;
 }
 
 // kern reads many KERN_* variables, some of which weaken the box (a seccomp
@@ -127,4 +179,4 @@ function envFileContent(env) {
   return Buffer.from(text, "utf8");
 }
 
-module.exports = { findKern, kernEnv, boxName, boxArgv, envFileContent, DEPS_DIR };
+module.exports = { findKern, openKern, kernEnv, boxName, boxArgv, envFileContent, DEPS_DIR };

@@ -10,7 +10,7 @@ const crypto = require("crypto");
 const binding = require("./binding");
 const { normalizeOptions, describe } = require("./options");
 const { checkHostSource, within } = require("./mounts");
-const { findKern, kernEnv, boxName, boxArgv, envFileContent, DEPS_DIR } = require("./kern");
+const { findKern, openKern, kernEnv, boxName, boxArgv, envFileContent, DEPS_DIR } = require("./kern");
 const { classify, exitCodeOf } = require("./faults");
 const { ExecutionResult } = require("./result");
 const { unpackChanges } = require("./changes");
@@ -31,6 +31,7 @@ let nextGroup = 1; // each open session is one group of boxes, killed together b
 class Sandbox {
   #o;
   #kern;
+  #kernFd = -1; // the kern every box of the session runs, held from open() to close()
   #ws = "";
   #rootfd = -1;
   #ownWs = false;
@@ -109,9 +110,11 @@ class Sandbox {
       if (within(this.#kern, ws))
         throw new SandboxError(`the kern binary ${JSON.stringify(this.#kern)} lies inside the ` +
           "workspace, where a box could replace it");
-      this.#rootfd = binding.wsOpen(ws);
+      this.#kernFd = openKern(this.#kern);
+      this.#rootfd = binding.wsOpen(ws, own);
       this.#watch = binding.wsWatch(this.#rootfd);
     } catch (e) {
+      this.#closeKern();
       if (own) await fs.promises.rmdir(ws).catch(() => {});
       throw e;
     }
@@ -156,6 +159,12 @@ class Sandbox {
     }
     this.#closing = true;
     this.#releaseRootIfIdle();
+    this.#closeKern(); // every box holds its own copy of it
+  }
+
+  #closeKern() {
+    if (this.#kernFd >= 0) binding.wsClose(this.#kernFd);
+    this.#kernFd = -1;
   }
 
   #requireEntered() {
@@ -229,7 +238,7 @@ class Sandbox {
         // the box on its own thread, spawns, supervises and kills.
         raw = await binding.run(this.#kern, argv, this.#kernEnv, envFileContent(o.env),
           this.#tmpdir, [this.#kern, "stop", name], timeoutS * 1000, o.maxOutputBytes,
-          o.onStdout, o.onStderr, this.#watch, this.#group);
+          o.onStdout, o.onStderr, this.#watch, this.#group, this.#kernFd);
       } catch (e) {
         if (e.code === "ECANCELED")
           throw new SandboxError("the Sandbox was closed before this call's box could start");

@@ -1,20 +1,124 @@
 "use strict";
 
 // Global hooks: every test talks to the kern test double unless a test says
-// otherwise, and the run ends with no process of ours left behind.
+// otherwise, and the run ends with nothing of ours left behind (C23: the H5
+// census of SECURITY-CASES.md, as far as the double can have made it).
 const assert = require("assert");
+const fs = require("fs");
+const path = require("path");
+const { spawn } = require("child_process");
 const h = require("./lib/harness");
 
 process.env.KERN_BIN = h.fakeKern();
+// A private TMPDIR for the whole run, inherited by every child the tests
+// start: what is left in it at the end is this run's, not another suite's
+// sharing /tmp. The tests' own scratch dirs (h.tmpDir) live beside it.
+const TMP = path.join(h.testRoot(), "tmp");
+fs.mkdirSync(TMP, { recursive: true });
+process.env.TMPDIR = TMP;
+
+let baselineFds = null;
+// The census's own positive control (10.package.test.js) runs a leaking
+// suite and needs no patience: KS_CENSUS_QUICK=1 cuts every wait to 0.3 s.
+const wait = (ms) => (process.env.KS_CENSUS_QUICK === "1" ? 300 : ms);
+
+function fdTable() {
+  const out = {};
+  for (const fd of fs.readdirSync("/proc/self/fd")) {
+    try {
+      out[fd] = fs.readlinkSync(`/proc/self/fd/${fd}`);
+    } catch {
+      /* the directory stream itself, closed by now */
+    }
+  }
+  return out;
+}
+
+/** Entries under dir (recursively) whose name is a workspace or env file. */
+function leftovers(dir) {
+  const out = [];
+  const walk = (d) => {
+    let entries;
+    try {
+      entries = fs.readdirSync(d, { withFileTypes: true });
+    } catch {
+      return;
+    }
+    for (const e of entries) {
+      const p = path.join(d, e.name);
+      if (/^(kern-ws-|\.kern-env)/.test(e.name)) out.push(path.relative(dir, p));
+      if (e.isDirectory()) walk(p);
+    }
+  };
+  walk(dir);
+  return out;
+}
+
+/** Live processes other than this one that belong to the run: running a
+ * binary from the test root (the doubles, the test helpers), or sitting in
+ * it (a box's workload has its workspace as cwd). */
+function runProcesses() {
+  const root = fs.realpathSync(h.testRoot());
+  const inRoot = (p) => p !== null && (p === root || p.startsWith(`${root}/`));
+  return h.processes().filter((p) => {
+    if (p.pid === process.pid || p.state === "Z") return false;
+    let cwd = null;
+    try {
+      cwd = fs.readlinkSync(`/proc/${p.pid}/cwd`);
+    } catch {
+      /* gone meanwhile */
+    }
+    return inRoot(p.exe && p.exe.replace(/ \(deleted\)$/, "")) || inRoot(cwd);
+  }).map((p) => ({ pid: p.pid, argv: p.argv.split("\0").join(" ").trim() }));
+}
 
 exports.mochaHooks = {
+  async beforeAll() {
+    this.timeout(30000);
+    // The engine opens its long-lived descriptors (epoll, eventfd,
+    // /dev/null) with its first box, and keeps them for the life of the
+    // process: warm it up, then take the baseline.
+    const { withSandbox } = require("..");
+    await withSandbox((s) => s.run(["true"]));
+    // Node itself opens /dev/null on its first child_process.spawn() with a
+    // piped stream and keeps it for the life of the process: one such spawn
+    // here, so that it is in the baseline and not counted against a test.
+    await new Promise((resolve) => {
+      const c = spawn("true", [], { stdio: ["ignore", "pipe", "inherit"] });
+      c.stdout.resume();
+      c.on("close", resolve);
+    });
+    await h.waitFor(() => h.children().length === 0, 12000);
+    baselineFds = fdTable();
+  },
+
   async afterAll() {
+    this.timeout(60000);
     const binding = require("../lib/binding");
-    const live = await h.waitFor(() => binding.liveBoxes() === 0, 5000);
+    const live = await h.waitFor(() => binding.liveBoxes() === 0, wait(5000));
     assert.ok(live, `boxes still live after the suite: ${binding.liveBoxes()}`);
     // A `kern stop` helper may outlive its box by up to its own deadline.
-    const zombies = await h.waitFor(() => h.children().length === 0, 12000);
-    h.cleanup();
-    assert.ok(zombies, `child processes left after the suite: ${JSON.stringify(h.children())}`);
+    const noChildren = await h.waitFor(() => h.children().length === 0, wait(12000));
+    const noProcesses = await h.waitFor(() => runProcesses().length === 0, wait(5000));
+    const fdsBack = baselineFds === null ||
+      await h.waitFor(() => Object.keys(fdTable()).length === Object.keys(baselineFds).length, wait(5000));
+    const census = {
+      liveBoxes: binding.liveBoxes(),
+      children: h.children(), // zombies included
+      processes: runProcesses(),
+      fds: [],
+      tmpLeftovers: leftovers(TMP),
+    };
+    if (baselineFds !== null) {
+      const now = fdTable();
+      for (const fd of new Set([...Object.keys(now), ...Object.keys(baselineFds)])) {
+        if (now[fd] !== baselineFds[fd]) census.fds.push(`${fd}: ${baselineFds[fd] ?? "-"} -> ${now[fd] ?? "-"}`);
+      }
+    }
+    console.log(`\n  census (C23): ${JSON.stringify({ ...census, tmpEntries: fs.readdirSync(TMP).length })}`);
+    const root = h.testRoot();
+    if (noChildren && noProcesses && fdsBack && census.tmpLeftovers.length === 0) h.cleanup();
+    assert.deepStrictEqual(census, { liveBoxes: 0, children: [], processes: [], fds: [], tmpLeftovers: [] },
+      `leaks after the suite (the test root ${root} is kept for a look)`);
   },
 };

@@ -76,3 +76,46 @@ describe("package", function () {
     execFileSync(tsc, ["-p", path.join(h.repo, "test/types"), "--noEmit"], { stdio: "pipe" });
   });
 });
+
+describe("the suite census (C23)", function () {
+  it("C23: a run that leaks a descriptor, an open session (its workspace) and a child process " +
+    "fails in the global afterAll, naming each (positive control of test/00.setup.js)", function () {
+    this.timeout(60000);
+    const dir = h.tmpDir("c23-");
+    const marker = `c23-${Date.now()}`;
+    const spec = path.join(dir, "leaky.test.js");
+    fs.writeFileSync(spec, `
+      const fs = require("fs");
+      const { spawn } = require("child_process");
+      const { Sandbox } = require(${JSON.stringify(h.repo)});
+      it("leaks", async function () {
+        fs.openSync(${JSON.stringify(spec)}, "r");
+        await new Sandbox().open();
+        spawn("sh", ["-c", "sleep 20", ${JSON.stringify(marker)}], { stdio: "ignore" }).unref();
+      });`);
+    let out = "";
+    let code = 0;
+    try {
+      out = execFileSync(process.execPath, [path.join(h.repo, "node_modules/mocha/bin/mocha.js"), "--no-config",
+        "--require", path.join(h.repo, "test/00.setup.js"), "--timeout", "30000", spec],
+      { encoding: "utf8", stdio: "pipe", cwd: h.repo, timeout: 50000,
+        env: { ...process.env, KS_CENSUS_QUICK: "1" } });
+    } catch (e) {
+      out = `${e.stdout}${e.stderr}`;
+      code = e.status;
+    } finally {
+      for (const pid of h.processesWith(marker)) process.kill(pid, "SIGKILL");
+      const kept = /the test root (\/\S+) is kept/.exec(out);
+      if (kept && path.basename(kept[1]).startsWith("ks-test-")) fs.rmSync(kept[1], { recursive: true, force: true });
+    }
+    const line = /census \(C23\): (\{.*\})/.exec(out);
+    assert.ok(line, out.slice(-2000));
+    const census = JSON.parse(line[1]);
+    assert.strictEqual(code, 1, "the run fails");
+    assert.ok(census.fds.some((f) => f.endsWith(`-> ${spec}`)), JSON.stringify(census.fds));
+    assert.ok(census.fds.some((f) => /bin\/kern$/.test(f)), "the session's kern descriptor");
+    assert.ok(census.tmpLeftovers.some((e) => e.startsWith("kern-ws-")), JSON.stringify(census.tmpLeftovers));
+    assert.strictEqual(census.children.length, 1, JSON.stringify(census.children));
+    assert.match(out, /leaks after the suite/);
+  });
+});

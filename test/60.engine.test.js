@@ -76,6 +76,100 @@ describe("engine", function () {
       assert.ok(Math.min(...late) >= 0);
     });
 
+  describe("C1: SIGTERM ignored in every way", function () {
+    // Each workload makes SIGTERM harmless (ignored, or blocked with every
+    // other signal), proves it by sending itself one, prints "ready", then
+    // loops: a box that only SIGKILL ends.
+    const BLOCKER = `#include <signal.h>
+#include <stdio.h>
+#include <unistd.h>
+int main(int argc, char **argv) {
+  sigset_t all;
+  sigfillset(&all);
+  sigprocmask(SIG_BLOCK, &all, NULL);
+  raise(SIGTERM); /* stays pending */
+  printf("ready\\n");
+  fflush(stdout);
+  if (argc > 2 && argv[2][0] == 'b')
+    for (;;) {}
+  for (;;) pause();
+}
+`;
+    let blocker = null;
+    let python = null;
+    before(function () {
+      this.timeout(30000);
+      try {
+        // A pyenv shim is a shell script that takes ~0.5 s: use the real binary.
+        python = execFileSync("python3", ["-c", "import sys; print(sys.executable)"], { encoding: "utf8" }).trim();
+      } catch {
+        python = null;
+      }
+      try {
+        const dir = h.tmpDir("c1-");
+        fs.writeFileSync(path.join(dir, "blocker.c"), BLOCKER);
+        execFileSync("cc", ["-O2", "-o", path.join(dir, "blocker"), path.join(dir, "blocker.c")], { stdio: "pipe" });
+        blocker = path.join(dir, "blocker");
+      } catch {
+        blocker = null;
+      }
+    });
+    const variants = {
+      "sh trap '' TERM": (m, busy) => ["sh", "-c",
+        `trap '' TERM; kill -TERM $$; echo ready; while :; do ${busy ? ":" : "sleep 1"}; done`, m],
+      "Python signal.signal(SIGTERM, SIG_IGN)": (m, busy) => [python, "-S", "-c",
+        "import os, signal, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\n" +
+        "os.kill(os.getpid(), signal.SIGTERM)\nprint('ready', flush=True)\n" +
+        `while True:\n    ${busy ? "pass" : "time.sleep(1)"}`, m],
+      "C sigprocmask(SIG_BLOCK, all signals)": (m, busy) => [blocker, m, busy ? "busy" : "idle"],
+    };
+    const TIMEOUT_S = 0.8; // room for a Python start-up on a loaded machine
+    const BOUND_MS = 2500; // the catalogue's: timeout + 2 s grace + 0.5 s
+
+    it("C1: 100 trials of each (sh, Python SIG_IGN, C with all signals blocked) plus 5 " +
+      "busy-spinning ones each, 12 at a time: 100/100 time out within the bound, nothing left",
+    async function () {
+      this.timeout(60000);
+      if (python === null) return h.skip(this, "no python3");
+      if (blocker === null) return h.skip(this, "no C compiler for the signal-blocking spinner");
+      const names = Object.keys(variants);
+      // Variants interleaved, the busy ones spread out (a few spin at once).
+      const jobs = [];
+      for (let i = 0; i < 105; i++) names.forEach((what) => jobs.push({ what, i, busy: i % 21 === 20 }));
+      const bad = [];
+      const late = Object.fromEntries(names.map((w) => [w, []]));
+      const started = Date.now();
+      await withSandbox({ timeoutS: TIMEOUT_S }, async (sbx) => {
+        let next = 0;
+        await Promise.all(Array.from({ length: 12 }, async () => {
+          for (let j = next++; j < jobs.length; j = next++) {
+            const { what, i, busy } = jobs[j];
+            const marker = `c1-${i}-${crypto.randomBytes(4).toString("hex")}`;
+            const r = await sbx.run(variants[what](marker, busy));
+            const past = r.durationMs - TIMEOUT_S * 1000;
+            late[what].push(past);
+            const gone = await h.waitFor(() => markerProcesses(marker).length === 0, 1000, 10);
+            if (!(r.fault && r.fault.type === "timeout") || r.stdout !== "ready\n" || !gone ||
+              past < 0 || past >= BOUND_MS)
+              bad.push(`${what} ${i}${busy ? " busy" : ""}: ${JSON.stringify({ fault: r.fault,
+                stdout: r.stdout, stderr: r.stderr.slice(0, 200), durationMs: r.durationMs,
+                left: markerProcesses(marker) })}`);
+          }
+        }));
+      });
+      for (const what of names) {
+        const l = late[what].sort((a, b) => a - b);
+        note(`${what}: ${l.length} trials, past the deadline p50 ${l[52].toFixed(0)} ms, ` +
+          `max ${l[l.length - 1].toFixed(0)} ms`);
+      }
+      note(`${jobs.length} trials in ${Date.now() - started} ms; ${bad.length} wrong`);
+      // "ready": each workload had made SIGTERM harmless (and sent itself
+      // one) before the deadline, so only the SIGKILL could end it.
+      assert.deepStrictEqual(bad, []);
+      assert.ok(await h.waitFor(() => binding.liveBoxes() === 0, 2000));
+    });
+  });
+
   it("C6: 1 GiB of stdout with a 1 MiB cap keeps exactly the first MiB, bounded RSS", async function () {
     this.timeout(120000);
     const MiB = 1024 * 1024;
@@ -141,7 +235,8 @@ describe("engine", function () {
   describe("what kern inherits (A37, A38, A40, A41)", function () {
     let dump;
     before(async function () {
-      // An fd the host opened without O_CLOEXEC must not reach kern.
+      // An fd the host holds must not reach kern. (fs.openSync sets
+      // O_CLOEXEC; fds opened without it are in 62.inheritance.test.js.)
       const leaked = fs.openSync("/dev/null", "r");
       try {
         const r = await runCode("true", { language: "bash", image: "fake:dump" });
@@ -181,35 +276,138 @@ describe("engine", function () {
   });
 
   it("an exec failure of kern is a SandboxError with the errno shape", async function () {
-    const dir = h.tmpDir("vanish-");
+    // A regular, executable, root-owned file that is no program: it passes
+    // every check of the lookup and fails at exec.
+    const dir = h.tmpDir("noexec-");
     const k = path.join(dir, "kern");
-    fs.copyFileSync(h.fakeKern(), k);
-    fs.chmodSync(k, 0o755);
+    fs.writeFileSync(k, Buffer.alloc(64, 0x7f), { mode: 0o755 });
     const saved = process.env.KERN_BIN;
     process.env.KERN_BIN = k;
     try {
-      const s = new Sandbox();
-      await s.open();
-      try {
-        assert.strictEqual((await s.run(["echo", "ok"])).stdout, "ok\n"); // positive control
-        fs.unlinkSync(k); // kern vanishes mid-session
+      await withSandbox(async (s) => {
         await assert.rejects(s.run(["echo", "x"]), (e) => {
           assert.ok(e instanceof SandboxError);
-          assert.strictEqual(e.code, "ENOENT");
-          assert.strictEqual(e.errno, -os.constants.errno.ENOENT);
+          assert.strictEqual(e.code, "ENOEXEC");
+          assert.strictEqual(e.errno, -os.constants.errno.ENOEXEC);
           assert.strictEqual(e.syscall, "execve");
           assert.strictEqual(e.path, fs.realpathSync(dir) + "/kern");
           return true;
         });
-        fs.copyFileSync(h.fakeKern(), k); // and comes back: the session is still usable
-        fs.chmodSync(k, 0o755);
-        assert.strictEqual((await s.run(["echo", "back"])).stdout, "back\n");
-      } finally {
-        await s.close();
-      }
+      });
     } finally {
       process.env.KERN_BIN = saved;
     }
+  });
+
+  describe("A36: a session runs the kern it resolved, held open", function () {
+    let saved;
+    let dir;
+    let k;
+    beforeEach(function () {
+      saved = process.env.KERN_BIN;
+      dir = fs.realpathSync(h.tmpDir("held-"));
+      k = path.join(dir, "kern");
+      fs.copyFileSync(h.fakeKern(), k);
+      fs.chmodSync(k, 0o755);
+      process.env.KERN_BIN = k;
+    });
+    afterEach(function () {
+      process.env.KERN_BIN = saved;
+    });
+    // An impostor that passes every lookup check (a root-owned 0755 ELF):
+    // /bin/echo, which prints the `kern box NAME ...` argv it is given.
+    const swapIn = () => {
+      const tmp = path.join(dir, "kern.new");
+      fs.copyFileSync("/bin/echo", tmp);
+      fs.chmodSync(tmp, 0o755);
+      fs.renameSync(tmp, k); // atomically over the resolved path
+    };
+    const ranImpostor = (r) => /^box ksbx-[0-9a-f]{16} /.test(r.stdout);
+
+    it("A36: kern renamed over mid-session: the session's boxes (and `kern stop`) still run " +
+      "the resolved binary; a new session runs the new one (positive control)", async function () {
+      const s = new Sandbox({ timeoutS: 0.3 });
+      await s.open();
+      try {
+        assert.strictEqual((await s.run(["echo", "before"])).stdout, "before\n");
+        swapIn();
+        const r = await s.run(["echo", "after"]);
+        assert.ok(!ranImpostor(r), `the swapped-in binary ran: ${JSON.stringify(r.stdout)}`);
+        assert.strictEqual(r.stdout, "after\n");
+        assert.strictEqual(r.fault, null);
+        // After a timeout `kern stop` runs from the same held binary: the
+        // double logs each stop next to its own exe (the impostor would not).
+        const t = await s.run(["sh", "-c", "trap '' TERM; sleep 30"]);
+        assert.strictEqual(t.fault && t.fault.type, "timeout");
+        const stops = path.join(dir, "kern-state", "stops.log");
+        assert.ok(await h.waitFor(() => fs.existsSync(stops) &&
+          fs.readFileSync(stops, "utf8").split("\n").length >= 2, 3000), "kern stop ran from the held binary");
+        // Positive control: the swap is real, and a fresh lookup runs it.
+        const fresh = await withSandbox((n) => n.run(["echo", "fresh"]));
+        assert.ok(ranImpostor(fresh), `a new session runs the new file: ${JSON.stringify(fresh.stdout)}`);
+      } finally {
+        await s.close();
+      }
+    });
+
+    it("A36: a kern in the workspace (KERN_BIN, or found through PATH) is refused at open()", async function () {
+      const ws = fs.realpathSync(h.tmpDir("kws-"));
+      const planted = path.join(ws, "kern");
+      fs.copyFileSync(h.fakeKern(), planted);
+      fs.chmodSync(planted, 0o755);
+      process.env.KERN_BIN = planted;
+      await assert.rejects(new Sandbox({ workspace: ws }).open(), /lies inside the workspace/);
+      const savedPath = process.env.PATH;
+      delete process.env.KERN_BIN;
+      process.env.PATH = `${ws}:${savedPath}`;
+      try {
+        await assert.rejects(new Sandbox({ workspace: ws }).open(), /lies inside the workspace/);
+        // Positive control: the same file, with another workspace, opens.
+        await withSandbox({ workspace: h.tmpDir("kws2-") }, async (sb) => {
+          assert.strictEqual((await sb.run(["echo", "ok"])).stdout, "ok\n");
+        });
+      } finally {
+        process.env.PATH = savedPath;
+      }
+    });
+
+    it("A36: kern deleted mid-session: the session still runs it", async function () {
+      await withSandbox(async (s) => {
+        assert.strictEqual((await s.run(["echo", "before"])).stdout, "before\n");
+        fs.unlinkSync(k);
+        assert.strictEqual((await s.run(["echo", "gone"])).stdout, "gone\n");
+      });
+      // Positive control: a new session finds nothing to run.
+      assert.throws(() => new Sandbox(), /not an executable file/);
+    });
+
+    it("A36: a kern that turns group-writable or foreign-owned before open(), or a script, is " +
+      "refused there",
+      async function () {
+        const s1 = new Sandbox();
+        fs.chmodSync(k, 0o775);
+        await assert.rejects(s1.open(), /writable by group or others/);
+        fs.chmodSync(k, 0o755);
+        const s2 = new Sandbox();
+        fs.chownSync(k, 1234, 1234);
+        await assert.rejects(s2.open(), /belongs to another user \(uid 1234\)/);
+        fs.chownSync(k, 0, 0);
+        // A `#!` script cannot be executed through the held descriptor: refused
+        // with a reason, not an ENOENT at every run.
+        const script = path.join(dir, "kern.sh");
+        fs.writeFileSync(script, "#!/bin/sh\necho hi\n", { mode: 0o755 });
+        process.env.KERN_BIN = script;
+        await assert.rejects(new Sandbox().open(), /is a script; kern must be the kern binary/);
+        process.env.KERN_BIN = k;
+        // Positive control: the same file, back to root 0755, opens and runs.
+        const s3 = new Sandbox();
+        await s3.open();
+        try {
+          assert.strictEqual((await s3.run(["echo", "ok"])).stdout, "ok\n");
+        } finally {
+          await s3.close();
+        }
+      });
   });
 
   it("the process exits by itself after runs, including a timed-out one", async function () {

@@ -56,7 +56,7 @@ describe("snapshot and restore", function () {
     } finally {
       await s2.close();
     }
-    sbx = await new Sandbox({ workspace: ws }).open();
+    // sbx is closed; the afterEach's close() of it again is a no-op.
   });
 
   it("is deterministic and readable by zlib, GNU tar and Python tarfile (filter='data')", async function () {
@@ -71,9 +71,9 @@ describe("snapshot and restore", function () {
     const listed = execFileSync("tar", ["-tzf", s1], { encoding: "utf8" }).trim().split("\n");
     assert.deepStrictEqual(listed, ["a/b/c.txt", "z.txt"]);
     const py = execFileSync("python3", ["-c",
-      "import sys,tarfile,tempfile\nt=tarfile.open(sys.argv[1])\nd=tempfile.mkdtemp()\n" +
+      "import sys,tarfile,tempfile\nt=tarfile.open(sys.argv[1])\nd=tempfile.mkdtemp(dir=sys.argv[2])\n" +
       "t.extractall(d, filter='data')\nprint(sorted(m.name for m in t.getmembers()))\n" +
-      "print(open(d+'/a/b/c.txt').read())", s1], { encoding: "utf8" });
+      "print(open(d+'/a/b/c.txt').read())", s1, out], { encoding: "utf8" });
     assert.strictEqual(py, "['a/b/c.txt', 'z.txt']\nabc\n");
   });
 

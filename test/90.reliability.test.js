@@ -6,9 +6,16 @@ const assert = require("assert");
 const crypto = require("crypto");
 const path = require("path");
 const { spawn, execFileSync } = require("child_process");
+const { Worker } = require("worker_threads");
+const fs = require("fs");
+const os = require("os");
 const { withSandbox, runCode } = require("..");
 const binding = require("../lib/binding");
 const h = require("./lib/harness");
+
+function note(msg) {
+  console.log(`      ${msg}`);
+}
 
 describe("reliability", function () {
   it("C11: 300 concurrent runs on one session, each gets its own token back", async function () {
@@ -81,6 +88,138 @@ describe("reliability", function () {
     assert.ok(gone, `left after worker.terminate(): ${left}`);
   });
 
+  it("C10: used from Workers only (the main thread never loads the addon), Workers whose " +
+    "results hold output end without crashing the process", async function () {
+    this.timeout(30000);
+    // A Worker's exit unloads the addons only it loaded; its isolate then
+    // frees the result strings, whose finalizer lives in the addon.
+    const r = await new Promise((resolve) => {
+      const child = spawn(process.execPath,
+        [path.join(h.repo, "test/fixtures/scripts/worker-only.js"), h.repo, "3"],
+        { stdio: ["ignore", "pipe", "inherit"] });
+      let out = "";
+      child.stdout.on("data", (d) => (out += d));
+      child.on("exit", (code, signal) => resolve({ code, signal, out }));
+    });
+    assert.deepStrictEqual({ code: r.code, signal: r.signal }, { code: 0, signal: null });
+    assert.deepStrictEqual(JSON.parse(r.out), Array(3).fill("ascii\ncafé\n"));
+  });
+
+  it("C10: 100 Workers start and end while boxes run (idle; a box that finishes; a box left " +
+    "running at process.exit() or terminate()): no early kill, deadlines hold, a thread's boxes " +
+    "die with it, nothing left", async function () {
+    this.timeout(120000);
+    // The Workers' code: the idle ones load nothing; the others load the
+    // addon (their own supervisor thread, which ends with the Worker). A box
+    // reports its workload's pid on its first output line.
+    const workerCode = `
+      const { parentPort, workerData: w } = require("worker_threads");
+      if (w.kind === "short") {
+        const { withSandbox } = require(w.repo);
+        withSandbox((s) => s.run(["echo", w.marker])).then((r) => parentPort.postMessage(r.stdout));
+      } else if (w.kind === "exit" || w.kind === "terminate") {
+        const { withSandbox } = require(w.repo);
+        parentPort.on("message", () => process.exit(0)); // ends this thread only
+        withSandbox({ timeoutS: 60, onStdout: (d) => parentPort.postMessage(Number(String(d).trim())) },
+          (s) => s.run(["sh", "-c", "echo $$; while :; do sleep 0.1; done", w.marker]));
+      }`;
+    // A box's process group (kern's pid: kern leads it, its workload and the
+    // workload's children are in it), read while the workload runs.
+    const pgrpOf = (pid) => {
+      const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8");
+      return Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[2]);
+    };
+    // No live member left (zombies wait for a reaper that is not ours).
+    const groupGone = (pgid) => fs.readdirSync("/proc").every((pid) => {
+      if (!/^\d+$/.test(pid)) return true;
+      try {
+        const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8");
+        const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+        return Number(f[2]) !== pgid || f[0] === "Z";
+      } catch {
+        return true;
+      }
+    });
+    const flag = path.join(h.tmpDir("c10-"), "go");
+    const longMarker = `c10-long-${crypto.randomBytes(4).toString("hex")}`;
+    // 100 threads: 50 that load nothing, 20 with a box that finishes, 15 that
+    // process.exit() and 15 that are terminated while their box runs.
+    const kinds = [...Array(50).fill("idle"), ...Array(20).fill("short"), ...Array(15).fill("exit"),
+      ...Array(15).fill("terminate")].sort(() => Math.random() - 0.5);
+    const wrong = [];
+    // The Workers that end with a session open: its descriptors (workspace,
+    // kern) and its temporary workspace must go with the Worker's teardown.
+    const workspaces = () => fs.readdirSync(os.tmpdir()).filter((e) => e.startsWith("kern-ws-"));
+    const fds0 = h.openFds();
+    const ws0 = workspaces();
+    let churnDone = false;
+    const spins = [];
+    await withSandbox({ timeoutS: 60 }, async (sbx) => {
+      // A box that must not be killed early: it runs until the churn is over.
+      const long = sbx.run(["sh", "-c", `while [ ! -e ${flag} ]; do sleep 0.05; done; echo survived`, longMarker]);
+      // Boxes whose deadline (0.5 s) falls while threads come and go.
+      const spinner = (async () => {
+        while (!churnDone) {
+          let pgid = null;
+          const r = await runCode("trap '' TERM; echo $$; while :; do sleep 1; done",
+            { language: "bash", timeoutS: 0.5, onStdout: (d) => (pgid = pgrpOf(Number(String(d).trim()))) });
+          const gone = pgid !== null && await h.waitFor(() => groupGone(pgid), 1000, 20);
+          spins.push(r.durationMs - 500);
+          if (!(r.fault && r.fault.type === "timeout") || !gone || r.durationMs - 500 > 2500)
+            wrong.push(`spinner: ${JSON.stringify(r.fault)} ${r.durationMs} ms, pgid ${pgid} gone ${gone}`);
+        }
+      })();
+      assert.ok(await h.waitFor(() => h.processesWith(longMarker).length >= 2, 10000), "the long box runs");
+
+      const one = async (n) => {
+        const kind = kinds[n];
+        const marker = `c10-w${n}-${crypto.randomBytes(4).toString("hex")}`;
+        const w = new Worker(workerCode, { eval: true, workerData: { repo: h.repo, kind, marker } });
+        const exited = new Promise((resolve) => w.once("exit", resolve));
+        const message = new Promise((resolve) => w.once("message", resolve));
+        w.on("error", (e) => wrong.push(`worker ${n} (${kind}): ${e.message}`));
+        let pgid = null;
+        if (kind === "short") {
+          const out = await message;
+          if (out !== `${marker}\n`) wrong.push(`worker ${n}: short box gave ${JSON.stringify(out)}`);
+        } else if (kind === "exit" || kind === "terminate") {
+          // Its box runs (the workload printed its pid), then its thread ends.
+          pgid = pgrpOf(await message);
+          if (kind === "exit") w.postMessage("exit");
+          else await w.terminate();
+        }
+        await exited;
+        if (pgid !== null && !(await h.waitFor(() => groupGone(pgid), 1000, 20)))
+          wrong.push(`worker ${n} (${kind}): its box's group ${pgid} outlived the thread`);
+      };
+      const started = Date.now();
+      let next = 0;
+      await Promise.all(Array.from({ length: 8 }, async () => {
+        for (let n = next++; n < 100; n = next++) await one(n);
+      }));
+      const churnMs = Date.now() - started;
+      churnDone = true;
+      await spinner;
+      const stillThere = h.processesWith(longMarker).length >= 2;
+      fs.writeFileSync(flag, "");
+      const r = await long;
+      spins.sort((a, b) => a - b);
+      note(`100 Workers (50 idle, 20 short, 15 exit, 15 terminate) in ${churnMs} ms; ${spins.length} ` +
+        `spinner boxes timed out meanwhile, past the deadline max ${spins[spins.length - 1].toFixed(0)} ` +
+        `ms; the long box ran ${r.durationMs.toFixed(0)} ms`);
+      assert.ok(stillThere, "the long box was still running after the churn");
+      assert.strictEqual(r.stdout, "survived\n");
+      assert.strictEqual(r.fault, null);
+      assert.ok(r.durationMs >= churnMs, "it ran through the whole churn");
+      assert.ok(spins.length >= 1, "positive control: deadlines fell during the churn");
+    });
+    assert.deepStrictEqual(wrong, []);
+    assert.ok(await h.waitFor(() => binding.liveBoxes() === 0, 2000));
+    await h.waitFor(() => h.openFds() === fds0, 2000);
+    assert.strictEqual(h.openFds(), fds0, "descriptors back to the count before the Workers");
+    assert.deepStrictEqual(workspaces(), ws0, "no workspace of an ended Worker left");
+  });
+
   it("C16: a Sandbox dropped mid-run still completes its run, no crash after GC", async function () {
     this.timeout(20000);
     const code = `
@@ -125,13 +264,18 @@ describe("reliability", function () {
 describe("reliability: the host process ends while boxes run (C9)", function () {
   // Each ending is run by the child when told to, once the test has seen its
   // boxes running (no guess at how long start-up takes, e.g. under ASan).
+  // The third field: whether the session's temporary workspace is removed.
+  // process.exit() and an uncaught exception run the package's 'exit' hook;
+  // a SIGTERM without a handler ends Node before any JS or cleanup hook can
+  // run, so its workspace stays (as after kill -9).
   const endings = [
-    ["process.exit()", "process.exit(0)"],
-    ["an uncaught exception", "throw new Error('boom')"],
-    ["SIGTERM", "process.kill(process.pid, 'SIGTERM')"],
+    ["process.exit()", "process.exit(0)", true],
+    ["an uncaught exception", "throw new Error('boom')", true],
+    ["SIGTERM", "process.kill(process.pid, 'SIGTERM')", false],
   ];
-  for (const [what, ending] of endings) {
-    it(`C9: after ${what}, no kern or box process remains 1 s later`, async function () {
+  for (const [what, ending, removed] of endings) {
+    it(`C9: after ${what}, no kern or box process remains 1 s later; the temporary workspace ` +
+      `${removed ? "is removed" : "stays (no JS runs)"}`, async function () {
       this.timeout(h.underSanitizer ? 90000 : 20000);
       const marker = `end-${crypto.randomBytes(4).toString("hex")}`;
       const code = `
@@ -139,7 +283,9 @@ describe("reliability: the host process ends while boxes run (C9)", function () 
         withSandbox({ timeoutS: 60 }, (sbx) => Promise.all([1, 2].map(() =>
           sbx.run(["sh", "-c", "while :; do sleep 0.1; done", ${JSON.stringify(marker)}]))));
         process.once("message", () => { ${ending}; });`;
-      const child = spawn(process.execPath, ["-e", code], { stdio: ["ignore", "ignore", "ignore", "ipc"] });
+      const tmp = h.tmpDir("c9-tmp-");
+      const child = spawn(process.execPath, ["-e", code],
+        { env: { ...process.env, TMPDIR: tmp }, stdio: ["ignore", "ignore", "ignore", "ipc"] });
       const exited = new Promise((resolve) => child.on("exit", resolve));
       const running = await h.waitFor(() => h.processesWith(marker, [child.pid]).length >= 4,
         h.underSanitizer ? 60000 : 5000);
@@ -149,6 +295,10 @@ describe("reliability: the host process ends while boxes run (C9)", function () 
       await exited;
       const gone = await h.waitFor(() => h.processesWith(marker).length === 0, 1000);
       assert.ok(gone, `left: ${h.processesWith(marker)}`);
+      const left = fs.readdirSync(tmp);
+      fs.rmSync(tmp, { recursive: true, force: true });
+      assert.strictEqual(left.length, removed ? 0 : 1, JSON.stringify(left));
+      assert.ok(left.every((e) => /^kern-ws-/.test(e)), JSON.stringify(left));
     });
   }
 });

@@ -23,6 +23,12 @@
 #ifndef SYS_openat2
 #define SYS_openat2 437
 #endif
+#ifndef SYS_execveat
+#define SYS_execveat 322 /* x86_64; every other architecture's headers define it */
+#endif
+#ifndef AT_EMPTY_PATH
+#define AT_EMPTY_PATH 0x1000
+#endif
 #ifndef PIDFD_SIGNAL_PROCESS_GROUP
 #define PIDFD_SIGNAL_PROCESS_GROUP (1U << 2)
 #endif
@@ -49,6 +55,12 @@ static inline int ks_sys_pidfd_open(pid_t pid, unsigned flags) {
 
 static inline int ks_sys_pidfd_send_signal(int pidfd, int sig, unsigned flags) {
   return (int) syscall(SYS_pidfd_send_signal, pidfd, sig, NULL, flags);
+}
+
+/* Linux >= 3.19; glibc has a wrapper only since 2.34. */
+static inline int ks_sys_execveat(int dirfd, const char *path, char *const argv[],
+                                  char *const envp[], int flags) {
+  return (int) syscall(SYS_execveat, dirfd, path, argv, envp, flags);
 }
 
 static inline int ks_sys_close_range(unsigned first, unsigned last, unsigned flags) {

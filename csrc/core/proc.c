@@ -39,6 +39,7 @@ enum ks__child_step {
 struct ks__child {
   const struct ks_spawn_plan *plan;
   int fds[KS_SPAWN_MAX_FDS]; /* each >= plan->nfds, or already equal to its index */
+  int exec_fd;               /* plan->exec_fd lifted to >= plan->nfds, or -1 */
   pid_t parent;
   int fd_limit;
   bool use_close_range;
@@ -112,10 +113,21 @@ static int ks__child_main(void *arg) {
   }
 
   /* Descriptors other threads of the host opened without O_CLOEXEC must not
-   * reach kern or the box. */
-  if (!c->use_close_range || ks_sys_close_range((unsigned) plan->nfds, ~0U, 0) < 0) {
-    for (i = plan->nfds; i < c->fd_limit; i++)
-      (void) close(i);
+   * reach kern or the box. The held kern file stays until execveat, which
+   * closes it (close-on-exec). */
+  if (c->exec_fd < 0) {
+    if (!c->use_close_range || ks_sys_close_range((unsigned) plan->nfds, ~0U, 0) < 0) {
+      for (i = plan->nfds; i < c->fd_limit; i++)
+        (void) close(i);
+    }
+  } else if (!c->use_close_range ||
+             (c->exec_fd > plan->nfds &&
+              ks_sys_close_range((unsigned) plan->nfds, (unsigned) c->exec_fd - 1, 0) < 0) ||
+             ks_sys_close_range((unsigned) c->exec_fd + 1, ~0U, 0) < 0) {
+    for (i = plan->nfds; i < c->fd_limit; i++) {
+      if (i != c->exec_fd)
+        (void) close(i);
+    }
   }
 
   /* A deliberate working directory: never whatever the host process happened
@@ -125,7 +137,12 @@ static int ks__child_main(void *arg) {
 
   sigemptyset(&empty);
   (void) sigprocmask(SIG_SETMASK, &empty, NULL);
-  execve(plan->path, plan->argv, plan->envp);
+  /* The file the session resolved and checked, not whatever the path names
+   * now: a kern renamed over after the lookup never runs (A36). */
+  if (c->exec_fd >= 0)
+    (void) ks_sys_execveat(c->exec_fd, "", plan->argv, plan->envp, AT_EMPTY_PATH);
+  else
+    execve(plan->path, plan->argv, plan->envp);
   ks__child_fail(c, KS__STEP_EXECVE, errno);
 }
 
@@ -201,6 +218,7 @@ int ks_proc_spawn(const struct ks_spawn_plan *plan, struct ks_proc *ret_proc,
                   struct ks_err *err) {
   struct ks__child c;
   int low_dups[KS_SPAWN_MAX_FDS];
+  _cleanup_close_ int exec_dup = -1;
   int pidfd = -1;
   int support;
   pid_t pid;
@@ -237,6 +255,20 @@ int ks_proc_spawn(const struct ks_spawn_plan *plan, struct ks_proc *ret_proc,
       src = low_dups[i];
     }
     c.fds[i] = src;
+  }
+
+  /* The held kern file must survive the dup2s onto 0..nfds-1. */
+  c.exec_fd = -1;
+  if (plan->exec_fd > 2) {
+    c.exec_fd = plan->exec_fd;
+    if (c.exec_fd < plan->nfds) {
+      exec_dup = fcntl(c.exec_fd, F_DUPFD_CLOEXEC, plan->nfds);
+      if (exec_dup < 0) {
+        ret = ks_err_set(err, errno, "fcntl", NULL);
+        goto out;
+      }
+      c.exec_fd = exec_dup;
+    }
   }
 
   support = atomic_load(&ks__clone_pidfd_support);

@@ -27,6 +27,9 @@ struct ks_proc {
  * and execve the child may not allocate, lock or read the environment. */
 struct ks_spawn_plan {
   const char *path;   /* executed as is with execve(2); absolute */
+  int exec_fd;        /* > 2: execute this open file instead of path (execveat with
+                       * AT_EMPTY_PATH; path is then only for errors); 0: by path.
+                       * Must be close-on-exec: kern never sees it. */
   char *const *argv;  /* NULL-terminated */
   char *const *envp;  /* NULL-terminated */
   const char *cwd;    /* the child's working directory; NULL keeps ours */

@@ -144,6 +144,8 @@ static void ks__free_strv(char **v) {
 
 void ks_box_request_free(struct ks_box_request *req) {
   ks_ws_watch_unref(req->watch);
+  if (req->exec_fd > 2)
+    ks_close_keep_errno(req->exec_fd);
   free(req->path);
   ks__free_strv(req->argv);
   ks__free_strv(req->envp);
@@ -283,6 +285,7 @@ static void ks__run_stop(struct ks_sup *sup, struct ks_box *box) {
     return;
   memset(&plan, 0, sizeof plan);
   plan.path = box->req.path;
+  plan.exec_fd = box->req.exec_fd;
   plan.argv = box->req.stop_argv;
   plan.envp = box->req.envp;
   plan.cwd = "/";
@@ -426,6 +429,7 @@ static void ks__spawn_box(struct ks_sup *sup, struct ks_box *box) {
   if (r == 0) {
     memset(&plan, 0, sizeof plan);
     plan.path = box->req.path;
+    plan.exec_fd = box->req.exec_fd;
     plan.argv = box->req.argv;
     plan.envp = box->req.envp;
     plan.cwd = "/";

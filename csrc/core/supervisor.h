@@ -30,6 +30,8 @@ enum ks_stream { KS_STDOUT = 0, KS_STDERR = 1 };
 /* What to run. Every pointer is owned by the box and freed with it. */
 struct ks_box_request {
   char *path;       /* absolute path of kern */
+  int exec_fd;      /* > 2: kern held open (O_PATH, close-on-exec), executed
+                     * instead of path, owned; 0: exec by path */
   char **argv;      /* NULL-terminated */
   char **envp;      /* NULL-terminated; kern's own environment */
   char **stop_argv; /* `kern stop NAME`, run after a timeout; may be NULL */

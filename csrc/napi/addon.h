@@ -10,13 +10,36 @@
 
 struct ks_sup;
 
+/* A descriptor a session holds (its workspace, its kern), and for a
+ * workspace the session created, its path: released by wsClose, or at the
+ * environment's teardown if no JS is left to do it (a Worker ended with a
+ * session open). */
+struct ks_held {
+  int fd;
+  char *own_dir; /* remove this tree at teardown; NULL: just close fd */
+};
+
 struct ks_addon {
   napi_env env;
   struct ks_sup *sup;            /* started on the first run */
   napi_threadsafe_function tsfn; /* the supervisor's only way into JS */
   size_t runs_in_flight;         /* JS thread only */
   bool shut_down;
+  struct ks_held *held;          /* JS thread only */
+  size_t nheld;
+  size_t held_cap;
 };
+
+/* Records fd (and own_dir, whose ownership moves in) as held by a session.
+ * Returns false with an exception pending (out of memory). */
+bool ks_addon_hold(napi_env env, struct ks_addon *addon, int fd, char *own_dir);
+
+/* Forgets fd if held (the caller closes it). */
+void ks_addon_release(struct ks_addon *addon, int fd);
+
+/* At teardown, after the boxes are gone: removes the created workspaces
+ * still held and closes every held descriptor. */
+void ks_addon_drop_held(struct ks_addon *addon);
 
 /* Registers run() and its constants on exports. */
 bool ks_napi_init_run(napi_env env, napi_value exports);

@@ -1,8 +1,13 @@
 /* Module init: per-environment state, exports, teardown. Nothing else. */
+#define _GNU_SOURCE
+#include <dlfcn.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <unistd.h>
+
 #include "../core/compat.h"
+#include "../core/wsfs.h"
 #include "../core/wswatch.h"
 #include "addon.h"
 
@@ -32,9 +37,69 @@ static void ks__read_forced_fallbacks(void) {
   ks_compat_disable(features);
 }
 
+/* Keeps this library mapped for the life of the process. When a Worker that
+ * alone loaded the addon exits, Node dlclose()s it before the Worker's
+ * isolate is torn down, and the isolate then runs the finalizers of our
+ * external result strings (ks__free_external), in code no longer mapped:
+ * SIGSEGV of the whole process (C10). */
+static void ks__pin_library(void) {
+  Dl_info info;
+  if (dladdr((void *) ks__pin_library, &info) != 0 && info.dli_fname != NULL)
+    (void) dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE);
+}
+
+bool ks_addon_hold(napi_env env, struct ks_addon *addon, int fd, char *own_dir) {
+  if (addon->nheld == addon->held_cap) {
+    size_t cap = addon->held_cap ? addon->held_cap * 2 : 16;
+    struct ks_held *h = realloc(addon->held, cap * sizeof *h);
+    if (h == NULL) {
+      free(own_dir);
+      napi_throw_error(env, "ENOMEM", "kern-sandbox: out of memory");
+      return false;
+    }
+    addon->held = h;
+    addon->held_cap = cap;
+  }
+  addon->held[addon->nheld].fd = fd;
+  addon->held[addon->nheld].own_dir = own_dir;
+  addon->nheld++;
+  return true;
+}
+
+void ks_addon_release(struct ks_addon *addon, int fd) {
+  for (size_t i = 0; i < addon->nheld; i++) {
+    if (addon->held[i].fd == fd) {
+      free(addon->held[i].own_dir);
+      addon->held[i] = addon->held[--addon->nheld];
+      return;
+    }
+  }
+}
+
+void ks_addon_drop_held(struct ks_addon *addon) {
+  for (size_t i = 0; i < addon->nheld; i++) {
+    struct ks_held *h = &addon->held[i];
+    if (h->own_dir != NULL) {
+      struct ks_err err;
+      /* Beneath the held descriptor, never following a link a box planted,
+       * as Sandbox.close() does. */
+      if (ks_ws_remove_tree(h->fd, &err) == 0)
+        (void) rmdir(h->own_dir);
+      free(h->own_dir);
+    }
+    (void) close(h->fd);
+  }
+  free(addon->held);
+  addon->held = NULL;
+  addon->nheld = addon->held_cap = 0;
+}
+
 static void ks__env_cleanup(void *arg) {
-  /* No box outlives its environment, Worker termination included. */
+  /* No box outlives its environment, Worker termination included; and no
+   * session's descriptor or created workspace either (a Worker that ends
+   * with a session open leaves no JS to close it). */
   ks_addon_shutdown(arg);
+  ks_addon_drop_held(arg);
 }
 
 static void ks__addon_finalize(napi_env env, void *data, void *hint) {
@@ -42,6 +107,7 @@ static void ks__addon_finalize(napi_env env, void *data, void *hint) {
   (void) env;
   (void) hint;
   ks_addon_shutdown(addon);
+  ks_addon_drop_held(addon);
   free(addon);
 }
 
@@ -59,6 +125,7 @@ static napi_value ks__init(napi_env env, napi_value exports) {
     return NULL;
   }
   KS_NAPI_CALL(env, napi_add_env_cleanup_hook(env, ks__env_cleanup, addon));
+  ks__pin_library();
   ks__read_forced_fallbacks();
   {
     /* Per-call change tracking from inotify events; KERN_SANDBOX_TRACKER=0

@@ -1,5 +1,5 @@
 /* Workspace file operations for the JS facade: wsOpen, wsClose, wsWriteFile,
- * wsReadFile, wsList, wsScan, wsDiff, wsRemoveTree.
+ * wsReadFile, wsList, wsScan, wsDiff, wsRemoveTree; and kernOpen.
  *
  * Glue only: unpack arguments on the JS thread, run exactly one core call
  * from wsfs.c or wsscan.c on a libuv worker (napi async work), and settle a
@@ -7,6 +7,7 @@
  * its own duplicate of the workspace descriptor, so a wsClose() racing with
  * work in flight can never make the worker resolve paths beneath some other
  * directory that reused the descriptor number. */
+#define _GNU_SOURCE /* O_PATH */
 #include <fcntl.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -640,16 +641,42 @@ static napi_value ks__ws_remove_tree(napi_env env, napi_callback_info info) {
   return ks__fs_start(env, t, "kern-sandbox:wsRemoveTree");
 }
 
-/* wsOpen(absPath) -> fd. Synchronous: one open(2), at Sandbox.open(). */
-static napi_value ks__ws_open(napi_env env, napi_callback_info info) {
-  napi_value argv[1];
+/* Hands a session's new descriptor to JS, held by the environment until
+ * wsClose (see ks_addon_hold). Takes own_dir. */
+static napi_value ks__held_fd(napi_env env, int fd, char *own_dir) {
+  struct ks_addon *addon;
   napi_value out;
+
+  if (napi_get_instance_data(env, (void **) &addon) != napi_ok ||
+      napi_create_int32(env, fd, &out) != napi_ok) {
+    free(own_dir);
+    (void) close(fd);
+    ks_napi_throw_last(env);
+    return NULL;
+  }
+  if (!ks_addon_hold(env, addon, fd, own_dir)) {
+    (void) close(fd);
+    return NULL;
+  }
+  return out;
+}
+
+/* wsOpen(absPath, created) -> fd. Synchronous: one open(2), at
+ * Sandbox.open(). created: the session made this directory, so it is
+ * removed if the environment ends with the session still open. */
+static napi_value ks__ws_open(napi_env env, napi_callback_info info) {
+  napi_value argv[2];
   struct ks_err err;
+  bool created = false;
   char *path;
   int fd;
 
-  if (!ks__get_args(env, info, 1, argv, "wsOpen(absPath) takes 1 argument"))
+  if (!ks__get_args(env, info, 2, argv, "wsOpen(absPath, created) takes 2 arguments"))
     return NULL;
+  if (napi_get_value_bool(env, argv[1], &created) != napi_ok) {
+    napi_throw_type_error(env, "ERR_INVALID_ARG_TYPE", "kern-sandbox: created must be a boolean");
+    return NULL;
+  }
   path = ks__get_string_arg(env, argv[0], "kern-sandbox: absPath must be a string", NULL);
   if (path == NULL)
     return NULL;
@@ -660,17 +687,43 @@ static napi_value ks__ws_open(napi_env env, napi_callback_info info) {
     free(path);
     return NULL;
   }
-  free(path);
-  if (napi_create_int32(env, fd, &out) != napi_ok) {
-    (void) close(fd);
-    ks_napi_throw_last(env);
+  if (!created) {
+    free(path);
+    path = NULL;
+  }
+  return ks__held_fd(env, fd, path);
+}
+
+/* kernOpen(absPath) -> fd. Synchronous, at Sandbox.open(): the kern binary
+ * held open (O_PATH, close-on-exec) and executed through the descriptor, so
+ * a file renamed over the path later never runs (A36). O_NOFOLLOW: the path
+ * is already resolved; a symlink swapped in since opens as a link, which the
+ * caller's fstat check refuses. Closed with wsClose. */
+static napi_value ks__kern_open(napi_env env, napi_callback_info info) {
+  napi_value argv[1];
+  struct ks_err err;
+  char *path;
+  int fd;
+
+  if (!ks__get_args(env, info, 1, argv, "kernOpen(absPath) takes 1 argument"))
+    return NULL;
+  path = ks__get_string_arg(env, argv[0], "kern-sandbox: absPath must be a string", NULL);
+  if (path == NULL)
+    return NULL;
+  fd = open(path, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) {
+    ks_err_set(&err, errno, "open", path);
+    ks__throw_system(env, &err);
+    free(path);
     return NULL;
   }
-  return out;
+  free(path);
+  return ks__held_fd(env, fd, NULL);
 }
 
 /* wsClose(fd) -> undefined. Synchronous. */
 static napi_value ks__ws_close(napi_env env, napi_callback_info info) {
+  struct ks_addon *addon = NULL;
   napi_value argv[1];
   struct ks_err err;
   int fd;
@@ -678,6 +731,8 @@ static napi_value ks__ws_close(napi_env env, napi_callback_info info) {
   if (!ks__get_args(env, info, 1, argv, "wsClose(fd) takes 1 argument") ||
       !ks__get_fd(env, argv[0], &fd))
     return NULL;
+  if (napi_get_instance_data(env, (void **) &addon) == napi_ok && addon != NULL)
+    ks_addon_release(addon, fd);
   /* EINTR still closes the descriptor on Linux: never retry. */
   if (close(fd) < 0 && errno != EINTR) {
     ks_err_set(&err, errno, "close", NULL);
@@ -693,6 +748,7 @@ bool ks_napi_init_fs(napi_env env, napi_value exports) {
   } table[] = {
       {"wsOpen", ks__ws_open},
       {"wsClose", ks__ws_close},
+      {"kernOpen", ks__kern_open},
       {"wsWriteFile", ks__ws_write_file},
       {"wsReadFile", ks__ws_read_file},
       {"wsList", ks__ws_list},

@@ -409,7 +409,8 @@ static int ks__ensure_supervisor(napi_env env, struct ks_addon *addon, struct ks
 }
 
 /* ---- run(path, argv, envp, envData, tmpdir, stopArgv, timeoutMs, cap,
- *          onStdout, onStderr, watch, group) -> Promise<RawRunResult> ------ */
+ *          onStdout, onStderr, watch, group, kernFd) -> Promise<RawRunResult>
+ * kernFd: the session's kern, held open (kernOpen); null execs path. ------ */
 
 static bool ks__is_function(napi_env env, napi_value v) {
   napi_valuetype t;
@@ -506,12 +507,37 @@ static bool ks__get_request(napi_env env, napi_value *argv, struct ks_box_reques
     }
     req->group = (uint64_t) group;
   }
+  {
+    napi_valuetype t;
+    int32_t fd;
+    if (napi_typeof(env, argv[12], &t) != napi_ok) {
+      ks_napi_throw_last(env);
+      return false;
+    }
+    if (t != napi_null && t != napi_undefined) {
+      if (napi_get_value_int32(env, argv[12], &fd) != napi_ok || fd < 0) {
+        napi_throw_type_error(env, "ERR_INVALID_ARG_TYPE",
+                              "kern-sandbox: run() needs a descriptor or null for kern");
+        return false;
+      }
+      /* The box's own copy (>= 3): the session may close its descriptor
+       * while a `kern stop` of this box is still to come. */
+      req->exec_fd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+      if (req->exec_fd < 0) {
+        struct ks_err err;
+        req->exec_fd = 0;
+        ks_err_set(&err, errno, "fcntl", req->path);
+        napi_throw(env, ks_napi_system_error(env, &err));
+        return false;
+      }
+    }
+  }
   return true;
 }
 
 static napi_value ks__run(napi_env env, napi_callback_info info) {
-  size_t argc = 12;
-  napi_value argv[12];
+  size_t argc = 13;
+  napi_value argv[13];
   struct ks_addon *addon;
   struct ks_box_request req;
   struct ks__run *run = NULL;
@@ -521,8 +547,8 @@ static napi_value ks__run(napi_env env, napi_callback_info info) {
 
   KS_NAPI_CALL(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
   KS_NAPI_CALL(env, napi_get_instance_data(env, (void **) &addon));
-  if (argc != 12) {
-    napi_throw_type_error(env, "ERR_INVALID_ARG_TYPE", "run() takes 12 arguments");
+  if (argc != 13) {
+    napi_throw_type_error(env, "ERR_INVALID_ARG_TYPE", "run() takes 13 arguments");
     return NULL;
   }
   if (!ks__get_request(env, argv, &req))
@@ -582,6 +608,19 @@ static napi_value ks__live_boxes(napi_env env, napi_callback_info info) {
   return out;
 }
 
+/* shutdown(): what the environment's teardown does, now: kills and reaps
+ * every box, removes the workspaces sessions created and closes their
+ * descriptors. For process.exit() and an uncaught exception, after which
+ * Node runs no cleanup hook of the main environment. No run starts after. */
+static napi_value ks__shutdown(napi_env env, napi_callback_info info) {
+  struct ks_addon *addon;
+  (void) info;
+  KS_NAPI_CALL(env, napi_get_instance_data(env, (void **) &addon));
+  ks_addon_shutdown(addon);
+  ks_addon_drop_held(addon);
+  return NULL;
+}
+
 /* cancelGroup(group): kills every box of a closing session. */
 static napi_value ks__cancel_group(napi_env env, napi_callback_info info) {
   struct ks_addon *addon;
@@ -610,6 +649,9 @@ bool ks_napi_init_run(napi_env env, napi_value exports) {
     return false;
   if (napi_create_function(env, "run", NAPI_AUTO_LENGTH, ks__run, NULL, &fn) != napi_ok ||
       !ks_napi_set(env, exports, "run", fn))
+    return false;
+  if (napi_create_function(env, "shutdown", NAPI_AUTO_LENGTH, ks__shutdown, NULL, &fn) != napi_ok ||
+      !ks_napi_set(env, exports, "shutdown", fn))
     return false;
   if (napi_create_function(env, "liveBoxes", NAPI_AUTO_LENGTH, ks__live_boxes, NULL, &fn) !=
           napi_ok ||

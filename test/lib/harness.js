@@ -100,6 +100,21 @@ function processesWith(marker, except = []) {
     !except.includes(p.pid)).map((p) => p.pid);
 }
 
+/** Live processes whose working directory is dir or lies under it (a box
+ * workload of the double runs in its workspace). */
+function processesIn(dir) {
+  const root = fs.realpathSync(dir);
+  return processes().filter((p) => {
+    if (p.state === "Z") return false;
+    try {
+      const cwd = fs.readlinkSync(`/proc/${p.pid}/cwd`);
+      return cwd === root || cwd.startsWith(`${root}/`);
+    } catch {
+      return false;
+    }
+  }).map((p) => p.pid);
+}
+
 function openFds() {
   return fs.readdirSync("/proc/self/fd").length;
 }
@@ -151,6 +166,6 @@ function cleanup() {
 
 module.exports = {
   repo, testRoot, fakeKern, stateDir, recordedArgv, clearState, tmpDir, children,
-  processes, processesUsing, processesWith, openFds, sleep, waitFor, skip, cleanup, underSanitizer,
-  mountTmpfs, umount,
+  processes, processesUsing, processesWith, processesIn, openFds, sleep, waitFor, skip, cleanup,
+  underSanitizer, mountTmpfs, umount,
 };
