@@ -16,21 +16,6 @@ function note(msg) {
   console.log(`      ${msg}`);
 }
 
-function have(cmd) {
-  try {
-    return execFileSync("sh", ["-c", `command -v ${cmd}`], { encoding: "utf8" }).trim();
-  } catch {
-    return null;
-  }
-}
-
-function exitOf(child) {
-  return new Promise((resolve) => {
-    if (child.exitCode !== null || child.signalCode !== null) resolve([child.exitCode, child.signalCode]);
-    else child.on("exit", (c, s) => resolve([c, s]));
-  });
-}
-
 /** A private copy of the kern double: its processes are told apart by exe. */
 function privateKern(dir) {
   const k = path.join(dir, "kern");
@@ -103,7 +88,7 @@ describe("what other processes get (A34, A37, A40)", function () {
           { env: { ...process.env, KERN_BIN: kern, TMPDIR: tmp, KERN_SANDBOX_FORCE_FALLBACK: fallback },
             stdio: ["pipe", "pipe", "pipe"] });
         child.stdin.end(`${secret}\n`);
-        const exited = exitOf(child);
+        const exited = h.exitOf(child);
         let out = "";
         let kernsAtKill = [];
         child.stdout.on("data", (d) => (out += d));
@@ -184,7 +169,7 @@ describe("what other processes get (A34, A37, A40)", function () {
     const extraOf = (t) => Object.entries(t).filter(([fd, target]) => Number(fd) > 2 && baseline[fd] !== target);
     before(async function () {
       this.timeout(30000);
-      if (!have("cc")) return;
+      if (!h.have("cc")) return;
       const dir = h.tmpDir("fdleak-");
       census = path.join(dir, "fd-census");
       execFileSync("cc", ["-O2", "-Wall", "-Wextra", "-Werror", "-o", census,
@@ -211,7 +196,7 @@ describe("what other processes get (A34, A37, A40)", function () {
       const child = spawn(census, [], { stdio: ["ignore", "pipe", "ignore"] });
       let out = "";
       child.stdout.on("data", (d) => (out += d));
-      const [code] = await exitOf(child);
+      const [code] = await h.exitOf(child);
       await new Promise((resolve) => (child.stdout.readableEnded ? resolve() : child.stdout.once("end", resolve)));
       assert.strictEqual(code, 0);
       const table = {};
@@ -299,7 +284,7 @@ describe("what other processes get (A34, A37, A40)", function () {
       "opened (ENXIO), nothing reaches the pty; a child sharing the tty injects (positive control)",
     async function () {
       this.timeout(30000);
-      if (!have("script")) return h.skip(this, "script(1) (util-linux/bsdutils) is not installed");
+      if (!h.have("script")) return h.skip(this, "script(1) (util-linux/bsdutils) is not installed");
       const python = realPython();
       if (python === null) return h.skip(this, "no python3 for the TIOCSTI probe");
       const dir = h.tmpDir("a40-");
@@ -315,7 +300,7 @@ describe("what other processes get (A34, A37, A40)", function () {
       let transcript = "";
       child.stdout.on("data", (d) => (transcript += d));
       child.stderr.on("data", (d) => (transcript += d));
-      const exited = exitOf(child);
+      const exited = h.exitOf(child);
       const done = await h.waitFor(() => child.exitCode !== null || child.signalCode !== null, 20000, 50);
       if (!done) child.kill("SIGKILL");
       const [code, signal] = await exited;

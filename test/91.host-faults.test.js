@@ -24,15 +24,6 @@ function note(msg) {
   console.log(`      ${msg}`);
 }
 
-function have(cmd) {
-  try {
-    execFileSync("sh", ["-c", `command -v ${cmd}`], { stdio: "pipe" });
-    return true;
-  } catch {
-    return false;
-  }
-}
-
 /** A private copy of the kern double in dir: its processes are told apart
  * from every other test's by their exe (kern box and kern stop alike). */
 function privateKern(dir) {
@@ -55,13 +46,6 @@ function tasksOfUid(uid) {
     }
   }
   return n;
-}
-
-function exitOf(child) {
-  return new Promise((resolve) => {
-    if (child.exitCode !== null || child.signalCode !== null) resolve([child.exitCode, child.signalCode]);
-    else child.on("exit", (c, s) => resolve([c, s]));
-  });
 }
 
 /** The node include dir with node_api.h, or null. */
@@ -87,7 +71,7 @@ describe("host faults", function () {
       { cwd: dir, env: { ...process.env, KERN_BIN: kern }, stdio: ["pipe", "pipe", "pipe"] });
       let stderr = "";
       child.stderr.on("data", (d) => (stderr += d));
-      const exited = exitOf(child);
+      const exited = h.exitOf(child);
       await new Promise((resolve) => child.stdout.once("data", resolve));
       // Positive control: four boxes (kern and its workload each) run.
       assert.ok(await h.waitFor(() => h.processesWith(marker, [child.pid]).length >= 8, 5000),
@@ -121,7 +105,7 @@ describe("host faults", function () {
         const ws = fs.mkdtempSync(path.join(dir, "ws-"));
         const child = spawn(process.execPath, [script, h.repo, marker, ws],
           { env: { ...process.env, KERN_BIN: kern, TMPDIR: tmp }, stdio: ["ignore", "pipe", "inherit"] });
-        const exited = exitOf(child);
+        const exited = h.exitOf(child);
         await new Promise((resolve) => child.stdout.once("data", resolve));
         await h.sleep(Math.random() * 200);
         if (h.processesWith(marker, [child.pid]).length > 0) liveAtKill++;
@@ -160,7 +144,7 @@ describe("host faults", function () {
     "a typed EAGAIN, never crash, and the session recovers", async function () {
     this.timeout(60000);
     if (process.getuid() !== 0) return h.skip(this, "RLIMIT_NPROC binds only a non-root user: needs root to switch");
-    if (!have("setpriv") || !have("prlimit")) return h.skip(this, "setpriv or prlimit is not installed");
+    if (!h.have("setpriv") || !h.have("prlimit")) return h.skip(this, "setpriv or prlimit is not installed");
     // A directory the unprivileged user owns: the double keeps its state next
     // to its binary, and the workspaces go to TMPDIR.
     // Beside the test root (the system's temp dir), not in the run's private
@@ -187,7 +171,7 @@ describe("host faults", function () {
           path.join(h.repo, "test/fixtures/scripts/eagain.js"), h.repo],
         { cwd: "/", env: { ...process.env, KERN_BIN: kern, TMPDIR: tmp, HOME: dir },
           stdio: ["pipe", "pipe", "inherit"] });
-        const exited = exitOf(child);
+        const exited = h.exitOf(child);
         children.push(child);
         const lines = readline.createInterface({ input: child.stdout })[Symbol.asyncIterator]();
         const next = async () => JSON.parse((await lines.next()).value);
@@ -226,7 +210,7 @@ describe("host faults", function () {
       for (const c of children) {
         if (c.exitCode === null && c.signalCode === null) {
           c.kill("SIGKILL");
-          await exitOf(c);
+          await h.exitOf(c);
         }
       }
       fs.rmSync(dir, { recursive: true, force: true });
@@ -238,7 +222,7 @@ describe("host faults", function () {
     before(function () {
       this.timeout(30000);
       const inc = nodeInclude();
-      if (inc === null || !have("cc")) return;
+      if (inc === null || !h.have("cc")) return;
       helper = path.join(h.tmpDir("reaper-"), "foreign_reaper.node");
       execFileSync("cc", ["-shared", "-fPIC", "-O2", "-Wall", "-Wextra", "-Werror", `-I${inc}`,
         "-o", helper, path.join(h.repo, "test/fixtures/foreign-reaper.c")], { stdio: "pipe" });

@@ -26,13 +26,6 @@ function note(msg) {
   console.log(`      ${msg}`);
 }
 
-function exitOf(child) {
-  return new Promise((resolve) => {
-    if (child.exitCode !== null || child.signalCode !== null) resolve([child.exitCode, child.signalCode]);
-    else child.on("exit", (c, s) => resolve([c, s]));
-  });
-}
-
 /** Descriptors of kern processes (exe === kern) whose link includes text. */
 function kernFdsLinkingTo(kern, text) {
   let n = 0;
@@ -85,7 +78,7 @@ describe("D10: secret hygiene", function () {
       } finally {
         inArgv.kill("SIGKILL");
         inEnv.kill("SIGKILL");
-        await Promise.all([exitOf(inArgv), exitOf(inEnv)]);
+        await Promise.all([h.exitOf(inArgv), h.exitOf(inEnv)]);
         for (const f of planted) fs.rmSync(f);
         fs.rmdirSync(path.dirname(planted[0]));
       }
@@ -110,7 +103,7 @@ describe("D10: secret hygiene", function () {
         env: { ...process.env, KERN_BIN: kern, TMPDIR: tmp, KERN_SANDBOX_FORCE_FALLBACK: fallback ? "memfd" : "" },
         stdio: ["pipe", "pipe", "pipe"],
       });
-      const exited = exitOf(child);
+      const exited = h.exitOf(child);
       let logs = "";
       child.stdout.on("data", (d) => (logs += d));
       child.stderr.on("data", (d) => (logs += d));

@@ -661,12 +661,23 @@ static napi_value ks__held_fd(napi_env env, int fd, char *own_dir) {
   return out;
 }
 
+/* open(2) of an absolute path a JS caller gave: the fd, or -1 with a Node
+ * system error thrown. Frees nothing. */
+static int ks__open_or_throw(napi_env env, const char *path, int flags) {
+  struct ks_err err;
+  int fd = open(path, flags);
+  if (fd < 0) {
+    ks_err_set(&err, errno, "open", path);
+    ks__throw_system(env, &err);
+  }
+  return fd;
+}
+
 /* wsOpen(absPath, created) -> fd. Synchronous: one open(2), at
  * Sandbox.open(). created: the session made this directory, so it is
  * removed if the environment ends with the session still open. */
 static napi_value ks__ws_open(napi_env env, napi_callback_info info) {
   napi_value argv[2];
-  struct ks_err err;
   bool created = false;
   char *path;
   int fd;
@@ -680,10 +691,8 @@ static napi_value ks__ws_open(napi_env env, napi_callback_info info) {
   path = ks__get_string_arg(env, argv[0], "kern-sandbox: absPath must be a string", NULL);
   if (path == NULL)
     return NULL;
-  fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  fd = ks__open_or_throw(env, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0) {
-    ks_err_set(&err, errno, "open", path);
-    ks__throw_system(env, &err);
     free(path);
     return NULL;
   }
@@ -701,7 +710,6 @@ static napi_value ks__ws_open(napi_env env, napi_callback_info info) {
  * caller's fstat check refuses. Closed with wsClose. */
 static napi_value ks__kern_open(napi_env env, napi_callback_info info) {
   napi_value argv[1];
-  struct ks_err err;
   char *path;
   int fd;
 
@@ -710,14 +718,10 @@ static napi_value ks__kern_open(napi_env env, napi_callback_info info) {
   path = ks__get_string_arg(env, argv[0], "kern-sandbox: absPath must be a string", NULL);
   if (path == NULL)
     return NULL;
-  fd = open(path, O_PATH | O_NOFOLLOW | O_CLOEXEC);
-  if (fd < 0) {
-    ks_err_set(&err, errno, "open", path);
-    ks__throw_system(env, &err);
-    free(path);
-    return NULL;
-  }
+  fd = ks__open_or_throw(env, path, O_PATH | O_NOFOLLOW | O_CLOEXEC);
   free(path);
+  if (fd < 0)
+    return NULL;
   return ks__held_fd(env, fd, NULL);
 }
 

@@ -159,6 +159,23 @@ function umount(dir) {
   if (dir !== null) execFileSync("umount", [dir]);
 }
 
+/** The path of command cmd on PATH, or null. */
+function have(cmd) {
+  try {
+    return execFileSync("sh", ["-c", `command -v ${cmd}`], { encoding: "utf8", stdio: "pipe" }).trim();
+  } catch {
+    return null;
+  }
+}
+
+/** [exitCode, signalCode] of a child process, once it has exited. */
+function exitOf(child) {
+  return new Promise((resolve) => {
+    if (child.exitCode !== null || child.signalCode !== null) resolve([child.exitCode, child.signalCode]);
+    else child.on("exit", (c, s) => resolve([c, s]));
+  });
+}
+
 function cleanup() {
   if (root !== null) fs.rmSync(root, { recursive: true, force: true });
   root = null;
@@ -167,5 +184,5 @@ function cleanup() {
 module.exports = {
   repo, testRoot, fakeKern, stateDir, recordedArgv, clearState, tmpDir, children,
   processes, processesUsing, processesWith, processesIn, openFds, sleep, waitFor, skip, cleanup,
-  underSanitizer, mountTmpfs, umount,
+  underSanitizer, mountTmpfs, umount, have, exitOf,
 };
