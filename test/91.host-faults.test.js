@@ -56,6 +56,21 @@ function nodeInclude() {
   return null;
 }
 
+let reaperHelper;
+/** test/fixtures/foreign-reaper.c built (once) as an addon; null without a C
+ * compiler or Node's headers. */
+function foreignReaper() {
+  if (reaperHelper !== undefined) return reaperHelper;
+  const inc = nodeInclude();
+  reaperHelper = null;
+  if (inc === null || !h.have("cc")) return null;
+  const out = path.join(h.tmpDir("reaper-"), "foreign_reaper.node");
+  execFileSync("cc", ["-shared", "-fPIC", "-O2", "-Wall", "-Wextra", "-Werror", `-I${inc}`,
+    "-o", out, path.join(h.repo, "test/fixtures/foreign-reaper.c")], { stdio: "pipe" });
+  reaperHelper = out;
+  return out;
+}
+
 describe("host faults", function () {
   describe("C9: Node dies without cleaning up", function () {
     it("C9 (5): a V8 out-of-memory abort leaves no kern or box process 2 s later", async function () {
@@ -221,11 +236,7 @@ describe("host faults", function () {
     let helper = null;
     before(function () {
       this.timeout(30000);
-      const inc = nodeInclude();
-      if (inc === null || !h.have("cc")) return;
-      helper = path.join(h.tmpDir("reaper-"), "foreign_reaper.node");
-      execFileSync("cc", ["-shared", "-fPIC", "-O2", "-Wall", "-Wextra", "-Werror", `-I${inc}`,
-        "-o", helper, path.join(h.repo, "test/fixtures/foreign-reaper.c")], { stdio: "pipe" });
+      helper = foreignReaper();
     });
 
     const census = (pauseUs, rounds) => {
@@ -263,6 +274,66 @@ describe("host faults", function () {
         if (pauseUs > 0) assert.ok(c.exact > 0, "the engine still reaps whatever the reaper leaves");
       }
     });
+  });
+
+  describe("A39: kern's pid reused after a foreign reap", function () {
+    // The whole scenario is in test/fixtures/scripts/pid-reuse.js, in a
+    // private pid namespace where ns_last_pid hands kern's old pid to a
+    // victim (a child of the same Node, in its own session, so leading a
+    // group with kern's old id) while the supervisor thread is held still
+    // by ptrace. Both ways of killing kern's group are run: by pidfd (Linux
+    // >= 6.9) and by number after a WNOWAIT check (the forced fallback).
+    let why = null;
+    before(function () {
+      this.timeout(30000);
+      if (foreignReaper() === null) why = "no C compiler or no Node headers (node_api.h) to build the reaper";
+      else if (!h.have("unshare") || !h.have("python3")) why = "needs unshare(1) and python3";
+      else {
+        const r = require("child_process").spawnSync("unshare", ["-Urpf", "--mount-proc", "sh", "-c",
+          "echo 50 > /proc/sys/kernel/ns_last_pid && python3 -c 'print(1)'"], { encoding: "utf8" });
+        if (r.status !== 0) why = `no private pid namespace with a writable ns_last_pid: ${(r.stderr || "").trim()}`;
+      }
+    });
+
+    const scenario = (mode, fallback) => {
+      const out = execFileSync("unshare", ["-Urpf", "--mount-proc", process.execPath,
+        path.join(h.repo, "test/fixtures/scripts/pid-reuse.js"), h.repo, foreignReaper(),
+        path.join(h.repo, "test/fixtures/scripts/thread-pauser.py"), mode],
+      { env: { ...process.env, KERN_SANDBOX_FORCE_FALLBACK: fallback }, encoding: "utf8", timeout: 60000 });
+      return JSON.parse(out);
+    };
+
+    for (const [mode, title] of [["timeout", "the timeout fires"], ["close", "close() is called"]]) {
+      it(`A39: ${title} after kern was reaped elsewhere and its pid/pgid reused: the victim survives, ` +
+        "the run settles (pidfd and forced-fallback group kills)", function () {
+        this.timeout(60000);
+        if (why !== null) return h.skip(this, why);
+        for (const fallback of ["", "pidfd_pgrp"]) {
+          const r = scenario(mode, fallback);
+          const tag = `${mode}, fallback '${fallback}'`;
+          note(`${tag}: kern pid ${r.kernPid} reaped elsewhere (status ${r.reapStatus}), victim pid ` +
+            `${r.victimPid}; run ${JSON.stringify(r.run)}; victim alive: ${r.victimAlive}`);
+          assert.strictEqual(r.error, undefined, `${tag}: ${r.error}`);
+          // Positive controls: the victim really took kern's pid and group,
+          // and a kill of that group by number reaches it.
+          assert.strictEqual(r.victimPid, r.kernPid, tag);
+          assert.strictEqual(r.groupHasVictim, true, tag);
+          // ... and Node gets the victim's status: the engine never waits
+          // for a pid by number, so it cannot take it.
+          assert.deepStrictEqual(r.victimExit, { code: null, sig: "SIGKILL" }, tag);
+          assert.strictEqual(r.reapStatus, 0, `${tag}: the foreign reaper took kern's status`);
+          // The case: nothing the engine did reached the victim, and the run
+          // settled (its status is lost: exitCode -1) without waiting on it.
+          assert.strictEqual(r.victimAlive, true, `${tag}: the victim was killed or reaped`);
+          assert.strictEqual(r.run.hang, undefined, `${tag}: the run did not settle`);
+          assert.ok(r.run.settledMs - r.resumeMs < 1500,
+            `${tag}: settled ${r.run.settledMs - r.resumeMs} ms after the supervisor resumed`);
+          assert.strictEqual(r.run.exitCode, -1, tag);
+          assert.strictEqual(r.run.fault, mode === "timeout" ? "timeout" : "killed", tag);
+          assert.strictEqual(r.close, "closed", tag);
+        }
+      });
+    }
   });
 
   describe("D1: leak-free supervision", function () {

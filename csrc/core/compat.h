@@ -8,6 +8,7 @@
 
 #include <signal.h>
 #include <stdbool.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -35,6 +36,9 @@
 #ifndef CLONE_PIDFD
 #define CLONE_PIDFD 0x00001000
 #endif
+#ifndef P_PIDFD
+#define P_PIDFD 3
+#endif
 
 enum ks_feature {
   KS_FEATURE_OPENAT2 = 1 << 0,
@@ -58,6 +62,13 @@ static inline int ks_sys_pidfd_send_signal(int pidfd, int sig, unsigned flags) {
 }
 
 /* Linux >= 3.19; glibc has a wrapper only since 2.34. */
+/* The raw waitid: unlike glibc's wrapper it also fills a struct rusage, as
+ * wait4 does. */
+static inline int ks_sys_waitid(int idtype, int id, siginfo_t *info, int options,
+                                struct rusage *usage) {
+  return (int) syscall(SYS_waitid, idtype, id, info, options, usage);
+}
+
 static inline int ks_sys_execveat(int dirfd, const char *path, char *const argv[],
                                   char *const envp[], int flags) {
   return (int) syscall(SYS_execveat, dirfd, path, argv, envp, flags);

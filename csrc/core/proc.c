@@ -214,6 +214,53 @@ static pid_t ks__clone(struct ks__child *c, bool with_pidfd, int *ret_pidfd) {
   return pid;
 }
 
+/* -1 unknown, 0 unsupported (Linux < 5.4), 1 supported */
+static _Atomic int ks__waitid_pidfd_support = -1;
+
+/* A wait(2) status from what waitid reported. */
+static int ks__wait_status(const siginfo_t *si) {
+  switch (si->si_code) {
+  case CLD_EXITED: return (si->si_status & 0xff) << 8;
+  case CLD_DUMPED: return (si->si_status & 0x7f) | 0x80;
+  default: return si->si_status & 0x7f; /* CLD_KILLED */
+  }
+}
+
+/* Waits for the child (WNOHANG or not in options) through its pidfd, never
+ * by number where the kernel allows: after a foreign waitpid(-1) in the host
+ * has reaped kern, its number may already belong to another child of this
+ * process (one of Node's), whose status a wait by number would steal, or on
+ * which it would block. Through the pidfd that case is a plain ECHILD.
+ * Returns the pid (status in *ret_status), 0 (WNOHANG, still running) or -1
+ * with errno. */
+static pid_t ks__wait(const struct ks_proc *p, int options, int *ret_status,
+                      struct rusage *ret_usage) {
+  siginfo_t si;
+  int r;
+
+  if (p->pidfd >= 0 && atomic_load(&ks__waitid_pidfd_support) != 0) {
+    memset(&si, 0, sizeof si);
+    do {
+      r = ks_sys_waitid(P_PIDFD, p->pidfd, &si, options | WEXITED | __WALL, ret_usage);
+    } while (r < 0 && errno == EINTR);
+    if (r == 0) {
+      atomic_store(&ks__waitid_pidfd_support, 1);
+      if (si.si_pid == 0)
+        return 0; /* WNOHANG: not exited yet */
+      *ret_status = ks__wait_status(&si);
+      return si.si_pid;
+    }
+    if (errno != EINVAL || atomic_load(&ks__waitid_pidfd_support) == 1)
+      return -1;
+    /* Linux 5.3 has pidfds but not P_PIDFD: by number, as the only way. */
+    atomic_store(&ks__waitid_pidfd_support, 0);
+  }
+  do {
+    r = wait4(p->pid, ret_status, options | __WALL, ret_usage);
+  } while (r < 0 && errno == EINTR);
+  return r;
+}
+
 int ks_proc_spawn(const struct ks_spawn_plan *plan, struct ks_proc *ret_proc,
                   struct ks_err *err) {
   struct ks__child c;
@@ -290,9 +337,9 @@ int ks_proc_spawn(const struct ks_spawn_plan *plan, struct ks_proc *ret_proc,
   if (c.step != KS__STEP_NONE) {
     /* CLONE_VFORK returned, so the child has already _exit'ed: reap it now
      * so that a failed spawn leaves no zombie. */
+    struct ks_proc failed = {.pid = pid, .pidfd = pidfd, .reaped = false};
     int status;
-    while (waitpid(pid, &status, __WALL) < 0 && errno == EINTR) {
-    }
+    (void) ks__wait(&failed, 0, &status, NULL);
     ks_close_keep_errno(pidfd);
     ret = ks_err_set(err, c.errnum, ks__step_syscall(c.step), plan->path);
     goto out;
@@ -384,9 +431,7 @@ int ks_proc_try_reap(struct ks_proc *p, int *ret_status, struct rusage *ret_usag
 
   if (p->reaped)
     return -ECHILD;
-  do {
-    r = wait4(p->pid, &status, WNOHANG | __WALL, ret_usage);
-  } while (r < 0 && errno == EINTR);
+  r = ks__wait(p, WNOHANG, &status, ret_usage);
   if (r == 0)
     return 0;
   if (r < 0) {
@@ -409,8 +454,7 @@ void ks_proc_kill_and_reap(struct ks_proc *p) {
   /* Group first, while the leader still pins the group id. */
   (void) ks_proc_signal_group(p, SIGKILL);
   (void) ks_proc_signal(p, SIGKILL);
-  while (wait4(p->pid, &status, __WALL, NULL) < 0 && errno == EINTR) {
-  }
+  (void) ks__wait(p, 0, &status, NULL);
   p->reaped = true;
 }
 

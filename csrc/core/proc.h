@@ -2,8 +2,12 @@
  *
  * A child is always held in a struct ks_proc, never as a bare pid. Until it is
  * reaped its pid, and so its process group id, cannot be given to another
- * process; once `reaped` is set, nothing here signals it again. Nothing here
- * calls waitpid(-1) or touches SIGCHLD: Node's own children are not ours. */
+ * process; once `reaped` is set, nothing here signals it again. A child is
+ * waited for through its pidfd (by number only on Linux 5.3, which has no
+ * P_PIDFD), so a child reaped by someone else whose pid went to one of Node's
+ * own children is never waited for, or reaped, in its place (A39). Nothing
+ * here calls waitpid(-1) or touches SIGCHLD: Node's own children are not
+ * ours. */
 #ifndef KS_CORE_PROC_H
 #define KS_CORE_PROC_H
 

@@ -22,6 +22,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -793,6 +794,36 @@ static bool in_unwatched(const char *p) {
   }
 }
 
+/* Whether a new name at p would land where nothing is watched, once the
+ * symlinks on the way to its directory are followed: link() follows them
+ * (only the last component is not), so "ws/f0/d2/f1" lands outside when
+ * f0/d2 is a symlink to the outer directory. Also true when the directory
+ * does not resolve (the link would fail anyway). */
+static bool lands_unwatched(const char *p) {
+  static char ws_real[PATH_MAX];
+  char dir[PATH_MAX];
+  char dir_real[PATH_MAX];
+  char where[2 * PATH_MAX];
+  const char *slash = strrchr(p, '/');
+  size_t wl;
+
+  if (ws_real[0] == '\0' && realpath(ws, ws_real) == NULL)
+    return true;
+  if (slash == NULL || (size_t) (slash - p) >= sizeof dir)
+    return true;
+  memcpy(dir, p, (size_t) (slash - p));
+  dir[slash - p] = '\0';
+  if (realpath(dir, dir_real) == NULL)
+    return true;
+  (void) snprintf(where, sizeof where, "%s%s", dir_real, slash);
+  /* in_unwatched() reads paths under ws: map the resolved prefix back. */
+  wl = strlen(ws_real);
+  if (strncmp(where, ws_real, wl) != 0 || where[wl] != '/')
+    return true;
+  (void) snprintf(dir, sizeof dir, "%s%s", ws, where + wl);
+  return in_unwatched(dir);
+}
+
 /* One random operation; most fail harmlessly (missing parents...). */
 static void rnd_op(void) {
   char p[1024];
@@ -831,9 +862,10 @@ static void rnd_op(void) {
   } else if (op < 84) {
     (void) renameat2(AT_FDCWD, p, AT_FDCWD, q, RENAME_EXCHANGE);
   } else if (op < 88) {
-    /* Not into a directory nobody watches (see the limits in wstrack.h):
-     * a link made there and written through is invisible to inotify. */
-    if (!in_unwatched(q) && link(p, q) == 0 && link_tracker != NULL) {
+    /* Not into a directory nobody watches, lexically or through a symlink
+     * (see the limits in wstrack.h): a link made there and written through
+     * is invisible to inotify. */
+    if (!lands_unwatched(q) && link(p, q) == 0 && link_tracker != NULL) {
       /* The tracker learns of a link from its name; a link made, written
        * through and removed before it looks is beyond it (see wstrack.h). */
       CHECK_ERR(ks_ws_tracker_drain(link_tracker, &e), 0);
