@@ -56,6 +56,35 @@ function nodeInclude() {
   return null;
 }
 
+const AS_NOBODY = ["--reuid=" + NOBODY, "--regid=" + NOBODY, "--clear-groups"];
+
+/** A place where the unprivileged user can run the package: a 0755
+ * directory beside the test root (the run's private TMPDIR is not
+ * reachable), owned by that user, holding a copy of the package (lib/,
+ * package.json, the addon of this build flavour: the checkout itself may sit
+ * in a 0700 directory) with the fixture scripts, a private copy of the double
+ * (root-owned, 0755: accepted, A36), which keeps its state next to itself,
+ * and a tmp/ for the workspaces. */
+function nobodyWorld() {
+  const dir = fs.mkdtempSync(path.join(path.dirname(h.testRoot()), "ks-nobody-"));
+  fs.chmodSync(dir, 0o755);
+  const kern = privateKern(dir);
+  const pkg = path.join(dir, "pkg");
+  const flavour = h.underSanitizer ? "Debug" : "Release";
+  fs.cpSync(path.join(h.repo, "lib"), path.join(pkg, "lib"), { recursive: true });
+  fs.copyFileSync(path.join(h.repo, "package.json"), path.join(pkg, "package.json"));
+  fs.mkdirSync(path.join(pkg, "build", flavour), { recursive: true });
+  fs.copyFileSync(path.join(h.repo, "build", flavour, "kern_sandbox.node"),
+    path.join(pkg, "build", flavour, "kern_sandbox.node"));
+  for (const f of ["eagain.js", "fork-bomb.js"])
+    fs.copyFileSync(path.join(h.repo, "test/fixtures/scripts", f), path.join(pkg, f));
+  const tmp = path.join(dir, "tmp");
+  fs.mkdirSync(tmp);
+  fs.chownSync(dir, NOBODY, NOBODY);
+  fs.chownSync(tmp, NOBODY, NOBODY);
+  return { dir, kern, tmp, pkg, remove: () => fs.rmSync(dir, { recursive: true, force: true }) };
+}
+
 let reaperHelper;
 /** test/fixtures/foreign-reaper.c built (once) as an addon; null without a C
  * compiler or Node's headers. */
@@ -160,30 +189,12 @@ describe("host faults", function () {
     this.timeout(60000);
     if (process.getuid() !== 0) return h.skip(this, "RLIMIT_NPROC binds only a non-root user: needs root to switch");
     if (!h.have("setpriv") || !h.have("prlimit")) return h.skip(this, "setpriv or prlimit is not installed");
-    // A directory the unprivileged user owns: the double keeps its state next
-    // to its binary, and the workspaces go to TMPDIR.
-    // Beside the test root (the system's temp dir), not in the run's private
-    // TMPDIR inside it: the unprivileged user must be able to reach it.
-    const dir = fs.mkdtempSync(path.join(path.dirname(h.testRoot()), "ks-nproc-"));
+    const world = nobodyWorld();
+    const { dir, kern, tmp, pkg } = world;
     const children = [];
     try {
-      fs.chmodSync(dir, 0o755);
-      const kern = privateKern(dir); // root-owned, 0755: accepted (A36)
-      const tmp = path.join(dir, "tmp");
-      fs.mkdirSync(tmp);
-      fs.chownSync(dir, NOBODY, NOBODY);
-      fs.chownSync(tmp, NOBODY, NOBODY);
-      const asNobody = ["--reuid=" + NOBODY, "--regid=" + NOBODY, "--clear-groups"];
-      try {
-        execFileSync("setpriv", [...asNobody, process.execPath, "-e", `require(${JSON.stringify(h.repo)})`],
-          { stdio: "pipe", cwd: "/" });
-      } catch (e) {
-        return h.skip(this, `the unprivileged user cannot load the package from ${h.repo}: ${e.stderr}`);
-      }
-
       const session = async (limit) => {
-        const child = spawn("setpriv", [...asNobody, process.execPath,
-          path.join(h.repo, "test/fixtures/scripts/eagain.js"), h.repo],
+        const child = spawn("setpriv", [...AS_NOBODY, process.execPath, path.join(pkg, "eagain.js"), pkg],
         { cwd: "/", env: { ...process.env, KERN_BIN: kern, TMPDIR: tmp, HOME: dir },
           stdio: ["pipe", "pipe", "inherit"] });
         const exited = h.exitOf(child);
@@ -228,7 +239,52 @@ describe("host faults", function () {
           await h.exitOf(c);
         }
       }
-      fs.rmSync(dir, { recursive: true, force: true });
+      world.remove();
+    }
+  });
+
+  it("C2 (no pids delegation): a fork bomb (sh and Python) as an unprivileged user under RLIMIT_NPROC " +
+    "ends at the timeout with none of it left; a run meanwhile fails with a typed EAGAIN or runs; " +
+    "the session recovers", async function () {
+    this.timeout(60000);
+    if (process.getuid() !== 0) return h.skip(this, "RLIMIT_NPROC binds only a non-root user: needs root to switch");
+    if (!h.have("setpriv") || !h.have("prlimit")) return h.skip(this, "setpriv or prlimit is not installed");
+    const world = nobodyWorld();
+    try {
+      for (const bomb of ["sh", "py"]) {
+        // The last bomb's orphans are zombies until init reaps them, and they
+        // still count against the user's RLIMIT_NPROC.
+        await h.waitFor(() => tasksOfUid(NOBODY) === 0, 10000);
+        const out = execFileSync("setpriv", [...AS_NOBODY, process.execPath, path.join(world.pkg, "fork-bomb.js"),
+          world.pkg, bomb, "200"], { cwd: "/", encoding: "utf8", timeout: 30000,
+          env: { ...process.env, KERN_BIN: world.kern, TMPDIR: world.tmp, HOME: world.dir } });
+        const r = JSON.parse(out);
+        note(`${bomb} bomb, RLIMIT_NPROC ${r.limit} (${r.budget} left for the box): peak ${r.peakTasks} ` +
+          `tasks; bomb run ` +
+          `${JSON.stringify(r.bomb)}; during: ${JSON.stringify(r.during.error ? r.during.error.code : r.during)}; ` +
+          `${r.leftover} live tasks left (${r.zombies} zombies, reaped by init in ${r.reapedByInitMs} ms); ` +
+          `after: ${JSON.stringify(r.after)}`);
+        assert.strictEqual(r.uid, NOBODY);
+        // Positive control: the bomb did fill the user's task budget (give or
+        // take threads Node starts on its own meanwhile).
+        assert.ok(r.peakTasks >= r.budget - 25, `${bomb}: the bomb reached only ${r.peakTasks} of ${r.budget} tasks`);
+        assert.strictEqual(r.bomb.fault, "timeout", `${bomb}: ${JSON.stringify(r.bomb)}`);
+        assert.ok(r.bomb.ms < 2000 + 2500, `${bomb}: ended ${r.bomb.ms} ms after start (timeout 2 s)`);
+        // A run while the budget is spent: a typed EAGAIN from the engine's
+        // spawn, a failed start from kern's own fork, or it fit in.
+        const d = r.during;
+        assert.ok((d.error && d.error.name === "SandboxError" && d.error.code === "EAGAIN" && d.error.errno === -11 &&
+          typeof d.error.syscall === "string") ||
+          (d.fault === "startup_failed") || (d.stdout === "during\n" && d.exitCode === 0),
+        `${bomb}: during the bomb: ${JSON.stringify(d)}`);
+        assert.strictEqual(r.leftover, 0, `${bomb}: ${r.leftover} tasks of the bomb outlived its run`);
+        assert.deepStrictEqual(r.after, { exitCode: 0, fault: null, stdout: "after\n" }, `${bomb}: recovery`);
+        // The host was never short of tasks: root forks as before.
+        assert.strictEqual(execFileSync("sh", ["-c", "echo host"], { encoding: "utf8" }), "host\n");
+      }
+      assert.deepStrictEqual(fs.readdirSync(world.tmp), [], "no workspace left");
+    } finally {
+      world.remove();
     }
   });
 
