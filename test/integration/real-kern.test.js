@@ -116,6 +116,87 @@ describe("integration: a real kern", function () {
     assert.strictEqual(r.stdout, `${token}\n`, r.stderr);
   });
 
+  it("A34: while a box runs and after, the secret is in no host argv, in no host environ outside the box, " +
+    "in none of kern's registry, state or cache files, and in no result of a failed start", async function () {
+    if (why !== null) return h.skip(this, why);
+    const token = `CANARY-${crypto.randomBytes(6).toString("hex")}`;
+    const ourPidNs = fs.readlinkSync("/proc/self/ns/pid");
+    const scanProc = () => {
+      const hits = { argv: [], hostEnviron: [], boxEnviron: 0 };
+      for (const pid of fs.readdirSync("/proc").filter((d) => /^\d+$/.test(d))) {
+        try {
+          if (fs.readFileSync(`/proc/${pid}/cmdline`).includes(token)) hits.argv.push(pid);
+          if (!fs.readFileSync(`/proc/${pid}/environ`).includes(token)) continue;
+          // The box's own processes live in its pid namespace.
+          if (fs.readlinkSync(`/proc/${pid}/ns/pid`) === ourPidNs) hits.hostEnviron.push(pid);
+          else hits.boxEnviron++;
+        } catch {
+          /* gone meanwhile */
+        }
+      }
+      return hits;
+    };
+    // Every file under kern's registry and runtime dirs, its state and the
+    // image cache's metadata (layers over 1 MiB are not read).
+    const uid = process.getuid();
+    const home = process.env.HOME || "/root";
+    const roots = [path.join(process.env.XDG_RUNTIME_DIR || `/run/user/${uid}`, "kern"), `/tmp/kern-${uid}`,
+      path.join(home, ".local/share/kern"), path.join(home, ".cache/kern"), path.join(home, ".config/kern"),
+      process.env.TMPDIR || "/tmp"];
+    const scanFiles = () => {
+      const hits = [];
+      let files = 0;
+      const walk = (d) => {
+        let ents;
+        try {
+          ents = fs.readdirSync(d, { withFileTypes: true });
+        } catch {
+          return;
+        }
+        for (const e of ents) {
+          const p = path.join(d, e.name);
+          if (e.isDirectory()) walk(p);
+          else if (e.isFile()) {
+            try {
+              if (fs.statSync(p).size > 1 << 20) continue;
+              files++;
+              if (fs.readFileSync(p).includes(token)) hits.push(p);
+            } catch {
+              /* gone or unreadable */
+            }
+          }
+        }
+      };
+      for (const r of roots) walk(r);
+      return { hits, files };
+    };
+
+    const running = kern.runCode("import os, time\nprint(len(os.environ['TOKEN']))\ntime.sleep(4)",
+      { env: { TOKEN: token }, timeoutS: 60 });
+    let during = null;
+    const t0 = Date.now();
+    while (Date.now() - t0 < 3500) {
+      during = scanProc();
+      if (during.boxEnviron > 0) break;
+      await h.sleep(100);
+    }
+    const r = await running;
+    assert.strictEqual(r.stdout, `${token.length}\n`, r.stderr);
+    // Positive control: the scan does see the secret in the box's environ.
+    assert.ok(during.boxEnviron > 0, "positive control: the workload's environ holds the secret");
+    assert.deepStrictEqual(during.argv, [], "in a host argv");
+    assert.deepStrictEqual(during.hostEnviron, [], "in the environ of a host process");
+    const failed = await kern.runCode("print(1)", { image: "nonexistent-ks-a34:1", env: { TOKEN: token } });
+    assert.strictEqual(failed.fault && failed.fault.type, "startup_failed");
+    assert.ok(!JSON.stringify(failed).includes(token), "in the result of a failed start");
+    assert.ok(!JSON.stringify(r).includes(token), "in the result");
+    const files = scanFiles();
+    console.log(`      searched ${files.files} files under ${roots.join(", ")}`);
+    assert.ok(files.files > 0, "positive control: kern's dirs hold files");
+    assert.deepStrictEqual(files.hits, [], "in a file of kern's or in TMPDIR");
+    assert.deepStrictEqual(scanProc(), { argv: [], hostEnviron: [], boxEnviron: 0 }, "after the run");
+  });
+
   it("the network is off by default", async function () {
     const r = await kern.runCode(
       "import socket\ntry:\n  socket.create_connection(('1.1.1.1', 53), timeout=2); print('up')\n" +
