@@ -11,8 +11,9 @@
  * Knobs of the differential test (for hunting a failure down):
  *   KS_WSTRACK_STEPS=n      its length (default 4000)
  *   KS_WSTRACK_SEED=n       its seed (default: the time; printed)
- *   KS_WSTRACK_ONLY_DIFF=1  run nothing else (with openat2)
+ *   KS_WSTRACK_ONLY_DIFF=1  run nothing else (with openat2 unless told)
  *   KS_WSTRACK_QUEUE=n      ... with an inotify queue of n events
+ *   KS_WSTRACK_FALLBACK=1   ... with the openat fallback (openat2 disabled)
  *   KS_WSTRACK_TRACE=1      print every operation
  *   KS_WSTRACK_VERIFY_FROM=n  compare the index with a full scan after every
  *                           step from n on (this drains, so it changes the
@@ -1246,6 +1247,8 @@ int main(void) {
 
   if (getenv("KS_WSTRACK_ONLY_DIFF") != NULL) {
     /* For long hunts: many seeds, nothing else. */
+    if (getenv("KS_WSTRACK_FALLBACK") != NULL)
+      ks_compat_disable(KS_FEATURE_OPENAT2);
     root = fresh_ws();
     const char *queue = getenv("KS_WSTRACK_QUEUE");
     test_differential(root, seed, steps, queue != NULL && *queue ? queue : NULL);
