@@ -8,6 +8,7 @@ const fs = require("fs");
 const path = require("path");
 const { spawn } = require("child_process");
 const h = require("./lib/harness");
+const { fdTable } = require("./lib/leaks");
 
 process.env.KERN_BIN = h.fakeKern();
 // A private TMPDIR for the whole run, inherited by every child the tests
@@ -28,18 +29,6 @@ let baselineFds = null;
 // The census's own positive control (10.package.test.js) runs a leaking
 // suite and needs no patience: KS_CENSUS_QUICK=1 cuts every wait to 0.3 s.
 const wait = (ms) => (process.env.KS_CENSUS_QUICK === "1" ? 300 : ms);
-
-function fdTable() {
-  const out = {};
-  for (const fd of fs.readdirSync("/proc/self/fd")) {
-    try {
-      out[fd] = fs.readlinkSync(`/proc/self/fd/${fd}`);
-    } catch {
-      /* the directory stream itself, closed by now */
-    }
-  }
-  return out;
-}
 
 /** Entries under dir (recursively) whose name is a workspace or env file. */
 function leftovers(dir) {

@@ -36,24 +36,30 @@ function secretFiles(dirs, needle, { since = 0 } = {}) {
   return hits;
 }
 
-/** Descriptors of pid (default: this process) whose link target includes
- * text, e.g. "kern-sandbox-env" for the engine's env memfds. */
-function fdsLinkingTo(text, pid = "self") {
-  let n = 0;
+/** The descriptors of pid (default: this process) as {fd: link target};
+ * empty if the process is gone. */
+function fdTable(pid = "self") {
+  const out = {};
   let fds;
   try {
     fds = fs.readdirSync(`/proc/${pid}/fd`);
   } catch {
-    return 0;
+    return out;
   }
   for (const fd of fds) {
     try {
-      if (fs.readlinkSync(`/proc/${pid}/fd/${fd}`).includes(text)) n++;
+      out[fd] = fs.readlinkSync(`/proc/${pid}/fd/${fd}`);
     } catch {
-      /* closed meanwhile */
+      /* closed meanwhile (the directory stream itself, for "self") */
     }
   }
-  return n;
+  return out;
+}
+
+/** Descriptors of pid (default: this process) whose link target includes
+ * text, e.g. "kern-sandbox-env" for the engine's env memfds. */
+function fdsLinkingTo(text, pid = "self") {
+  return Object.values(fdTable(pid)).filter((target) => target.includes(text)).length;
 }
 
 function readOrNull(file) {
@@ -138,4 +144,4 @@ function canarySearch({ needle, kern, dirs = [], shallowDirs = [], since = 0 }) 
   return found;
 }
 
-module.exports = { secretFiles, fdsLinkingTo, processTable, canarySearch };
+module.exports = { secretFiles, fdTable, fdsLinkingTo, processTable, canarySearch };
