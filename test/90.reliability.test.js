@@ -105,6 +105,16 @@ describe("reliability", function () {
     assert.deepStrictEqual(JSON.parse(r.out), Array(3).fill("ascii\ncafé\n"));
   });
 
+  it("C10: 60 Workers that each run boxes and end, while the main thread churns its young " +
+    "generation, exit cleanly (under ASan: no report from stale shadow of the clone stacks)", function () {
+    this.timeout(120000);
+    const r = require("child_process").spawnSync(process.execPath,
+      [path.join(h.repo, "test/fixtures/scripts/worker-churn.js"), h.repo, "60"],
+    { encoding: "utf8", timeout: 100000 });
+    assert.deepStrictEqual({ status: r.status, signal: r.signal, out: r.stdout },
+      { status: 0, signal: null, out: "workers 60\n" }, r.stderr.slice(-2000));
+  });
+
   it("C10: 100 Workers start and end while boxes run (idle; a box that finishes; a box left " +
     "running at process.exit() or terminate()): no early kill, deadlines hold, a thread's boxes " +
     "die with it, nothing left", async function () {

@@ -23,6 +23,17 @@
 #include "compat.h"
 #include "util.h"
 
+#if defined(__SANITIZE_ADDRESS__)
+#define KS__ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define KS__ASAN 1
+#endif
+#endif
+#ifdef KS__ASAN
+#include <sanitizer/asan_interface.h>
+#endif
+
 #define KS__CHILD_STACK_SIZE (64 * 1024)
 #define KS__FALLBACK_FD_LIMIT 65536
 
@@ -162,7 +173,23 @@ static int ks__fd_limit(void) {
 static pthread_key_t ks__stack_key;
 static pthread_once_t ks__stack_once = PTHREAD_ONCE_INIT;
 
-static void ks__stack_release(void *stack) { (void) munmap(stack, KS__CHILD_STACK_SIZE); }
+/* Under ASan: the child never returns from its frames (it execs or
+ * _exits), so their redzones stay poisoned in the shadow of a stack ASan
+ * knows nothing of. Left so, they would be reported against the next child's
+ * frames, or against whatever the process maps there once the stack is
+ * unmapped (V8's heap did: a "stack-buffer-underflow" in the scavenger). */
+static void ks__stack_unpoison(void *stack) {
+#ifdef KS__ASAN
+  ASAN_UNPOISON_MEMORY_REGION(stack, KS__CHILD_STACK_SIZE);
+#else
+  (void) stack;
+#endif
+}
+
+static void ks__stack_release(void *stack) {
+  ks__stack_unpoison(stack);
+  (void) munmap(stack, KS__CHILD_STACK_SIZE);
+}
 
 static void ks__stack_key_init(void) {
   if (pthread_key_create(&ks__stack_key, ks__stack_release) != 0)
@@ -209,6 +236,7 @@ static pid_t ks__clone(struct ks__child *c, bool with_pidfd, int *ret_pidfd) {
   (void) pthread_sigmask(SIG_SETMASK, &all, &old);
   pid = clone(ks__child_main, (char *) stack + KS__CHILD_STACK_SIZE, flags, c, ret_pidfd);
   saved = errno;
+  ks__stack_unpoison(stack); /* CLONE_VFORK: the child is done with it */
   (void) pthread_sigmask(SIG_SETMASK, &old, NULL);
   errno = saved;
   return pid;
