@@ -61,14 +61,14 @@ static inline int ks_sys_pidfd_send_signal(int pidfd, int sig, unsigned flags) {
   return (int) syscall(SYS_pidfd_send_signal, pidfd, sig, NULL, flags);
 }
 
-/* Linux >= 3.19; glibc has a wrapper only since 2.34. */
 /* The raw waitid: unlike glibc's wrapper it also fills a struct rusage, as
- * wait4 does. */
+ * wait4 does. P_PIDFD needs Linux >= 5.4. */
 static inline int ks_sys_waitid(int idtype, int id, siginfo_t *info, int options,
                                 struct rusage *usage) {
   return (int) syscall(SYS_waitid, idtype, id, info, options, usage);
 }
 
+/* Linux >= 3.19; glibc has a wrapper only since 2.34. */
 static inline int ks_sys_execveat(int dirfd, const char *path, char *const argv[],
                                   char *const envp[], int flags) {
   return (int) syscall(SYS_execveat, dirfd, path, argv, envp, flags);
