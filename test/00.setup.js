@@ -2,13 +2,14 @@
 
 // Global hooks: every test talks to the kern test double unless a test says
 // otherwise, and the run ends with nothing of ours left behind (C23: the H5
-// census of SECURITY-CASES.md, as far as the double can have made it).
+// census of SECURITY-CASES.md: boxes, children and zombies, processes of the
+// run, descriptors, temp workspaces and env files, host ports, box cgroups).
 const assert = require("assert");
 const fs = require("fs");
 const path = require("path");
 const { spawn } = require("child_process");
 const h = require("./lib/harness");
-const { fdTable } = require("./lib/leaks");
+const { fdTable, listeningSockets, newListeners, kernCgroups } = require("./lib/leaks");
 
 process.env.KERN_BIN = h.fakeKern();
 // A private TMPDIR for the whole run, inherited by every child the tests
@@ -26,6 +27,8 @@ process.env.TMPDIR = TMP;
 if (h.underSanitizer) process.env.ASAN_OPTIONS = `${process.env.ASAN_OPTIONS || ""}:detect_leaks=0`;
 
 let baselineFds = null;
+let baselineSockets = new Set();
+let baselineCgroups = new Set();
 // The census's own positive control (10.package.test.js) runs a leaking
 // suite and needs no patience: KS_CENSUS_QUICK=1 cuts every wait to 0.3 s.
 const wait = (ms) => (process.env.KS_CENSUS_QUICK === "1" ? 300 : ms);
@@ -86,6 +89,8 @@ exports.mochaHooks = {
     });
     await h.waitFor(() => h.children().length === 0, 12000);
     baselineFds = fdTable();
+    baselineSockets = new Set(listeningSockets().keys());
+    baselineCgroups = new Set(kernCgroups());
   },
 
   async afterAll() {
@@ -96,6 +101,12 @@ exports.mochaHooks = {
     // A `kern stop` helper may outlive its box by up to its own deadline.
     const noChildren = await h.waitFor(() => h.children().length === 0, wait(12000));
     const noProcesses = await h.waitFor(() => runProcesses().length === 0, wait(5000));
+    // A port held after the suite is held by a live process; one started by
+    // this run and escaped from every other count (a daemon out of its
+    // group, in "/") still shows here, and so would a box cgroup that kern
+    // failed to remove.
+    const newCgroups = () => kernCgroups().filter((c) => !baselineCgroups.has(c));
+    await h.waitFor(() => newListeners(baselineSockets).length === 0 && newCgroups().length === 0, wait(5000));
     const fdsBack = baselineFds === null ||
       await h.waitFor(() => Object.keys(fdTable()).length === Object.keys(baselineFds).length, wait(5000));
     const census = {
@@ -104,6 +115,9 @@ exports.mochaHooks = {
       processes: runProcesses(),
       fds: [],
       tmpLeftovers: leftovers(TMP),
+      ports: newListeners(baselineSockets).map(({ socket, owners }) =>
+        `${socket} held by ${owners.map((o) => `${o.pid} ${o.argv.slice(0, 120)}`).join(", ")}`),
+      cgroups: newCgroups(),
     };
     if (baselineFds !== null) {
       const now = fdTable();
@@ -114,7 +128,8 @@ exports.mochaHooks = {
     console.log(`\n  census (C23): ${JSON.stringify({ ...census, tmpEntries: fs.readdirSync(TMP).length })}`);
     const root = h.testRoot();
     if (noChildren && noProcesses && fdsBack && census.tmpLeftovers.length === 0) h.cleanup();
-    assert.deepStrictEqual(census, { liveBoxes: 0, children: [], processes: [], fds: [], tmpLeftovers: [] },
+    assert.deepStrictEqual(census, { liveBoxes: 0, children: [], processes: [], fds: [], tmpLeftovers: [],
+      ports: [], cgroups: [] },
       `leaks after the suite (the test root ${root} is kept for a look)`);
   },
 };

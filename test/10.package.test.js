@@ -6,6 +6,7 @@ const path = require("path");
 const { execFileSync } = require("child_process");
 const kern = require("..");
 const h = require("./lib/harness");
+const { boxCgroupPath } = require("./lib/leaks");
 
 describe("package", function () {
   it("exports exactly the 0.1.1 names", function () {
@@ -78,20 +79,31 @@ describe("package", function () {
 });
 
 describe("the suite census (C23)", function () {
-  it("C23: a run that leaks a descriptor, an open session (its workspace) and a child process " +
-    "fails in the global afterAll, naming each (positive control of test/00.setup.js)", function () {
+  it("C23: a run that leaks a descriptor, an open session (its workspace), a child process, " +
+    "a port held by an escaped daemon and a box cgroup fails in the global afterAll, naming each " +
+    "(positive control of test/00.setup.js)", function () {
     this.timeout(60000);
     const dir = h.tmpDir("c23-");
     const marker = `c23-${Date.now()}`;
     const spec = path.join(dir, "leaky.test.js");
+    const cgroup = boxCgroupPath(`kern-box-census-${marker}`);
+    // The daemon leaves its session and sits in "/", running a binary from
+    // outside the test root: only the port census can see it.
+    const daemon = "cd / && setsid python3 -c 'import socket,time; s=socket.socket(); " +
+      "s.bind((\"127.0.0.1\", 0)); s.listen(); time.sleep(20)' " + marker + " </dev/null >/dev/null 2>&1 &";
     fs.writeFileSync(spec, `
       const fs = require("fs");
-      const { spawn } = require("child_process");
+      const { spawn, execFileSync } = require("child_process");
       const { Sandbox } = require(${JSON.stringify(h.repo)});
+      const { listeningSockets } = require(${JSON.stringify(path.join(h.repo, "test/lib/leaks"))});
       it("leaks", async function () {
         fs.openSync(${JSON.stringify(spec)}, "r");
         await new Sandbox().open();
         spawn("sh", ["-c", "sleep 20", ${JSON.stringify(marker)}], { stdio: "ignore" }).unref();
+        const before = listeningSockets().size;
+        execFileSync("sh", ["-c", ${JSON.stringify(daemon)}]);
+        for (let i = 0; i < 100 && listeningSockets().size === before; i++) await new Promise((r) => setTimeout(r, 50));
+        if (${JSON.stringify(cgroup)} !== null) fs.mkdirSync(${JSON.stringify(cgroup)});
       });`);
     let out = "";
     let code = 0;
@@ -105,6 +117,7 @@ describe("the suite census (C23)", function () {
       code = e.status;
     } finally {
       for (const pid of h.processesWith(marker)) process.kill(pid, "SIGKILL");
+      if (cgroup !== null && fs.existsSync(cgroup)) fs.rmdirSync(cgroup);
       const kept = /the test root (\/\S+) is kept/.exec(out);
       if (kept && path.basename(kept[1]).startsWith("ks-test-")) fs.rmSync(kept[1], { recursive: true, force: true });
     }
@@ -116,6 +129,11 @@ describe("the suite census (C23)", function () {
     assert.ok(census.fds.some((f) => /bin\/kern$/.test(f)), "the session's kern descriptor");
     assert.ok(census.tmpLeftovers.some((e) => e.startsWith("kern-ws-")), JSON.stringify(census.tmpLeftovers));
     assert.strictEqual(census.children.length, 1, JSON.stringify(census.children));
+    assert.ok(census.ports.some((p) => /^tcp 0100007F:[0-9A-F]{4} held by \d+ .*python/.test(p)),
+      JSON.stringify(census.ports));
+    assert.ok(!census.processes.some((p) => p.argv.includes("python")), "the daemon escaped the other counts");
+    if (cgroup !== null) assert.deepStrictEqual(census.cgroups, [cgroup]);
+    else console.log("      (cgroup part not controlled: no writable cgroup2 cgroup here)");
     assert.match(out, /leaks after the suite/);
   });
 });

@@ -396,7 +396,7 @@ describe("host faults", function () {
     // Every C1-C9 case that can share one process with the others, on the
     // double. Left out: C2 (a fork bomb needs kern's pids cgroup, H2), C3
     // (the double's setsid daemon escapes kern's group; a real kern's pid
-    // namespace ends it, H2), C9 (Node's own death: a child process, see
+    // namespace ends it: integration/real-kern.test.js has it in its D1 mix), C9 (Node's own death: a child process, see
     // the C9 tests above and D10); its in-process part, a session closed
     // mid-run, is the "close-race" kind.
     const CAP = 4096;
@@ -473,6 +473,8 @@ describe("host faults", function () {
       await h.waitFor(() => h.children().length === 0, 12000);
       const fds0 = h.openFds();
       const handles0 = process._getActiveHandles().length;
+      const sockets0 = new Set(leaks.listeningSockets().keys());
+      const cgroups0 = new Set(leaks.kernCgroups());
       assert.deepStrictEqual(h.children(), [], "a clean slate: no child of ours before the run");
 
       const census = () => ({
@@ -485,6 +487,8 @@ describe("host faults", function () {
         tmpEntries: fs.readdirSync(tmp).length, // workspaces, env files
         kernProcesses: h.processesUsing(h.fakeKern()).length,
         secretOnDisk: leaks.secretFiles([tmp, h.stateDir()], secret).length,
+        ports: leaks.newListeners(sockets0).length,
+        cgroups: leaks.kernCgroups().filter((c) => !cgroups0.has(c)).length,
       });
       const names = Object.keys(KINDS);
       const counts = Object.fromEntries(names.map((k) => [k, 0]));
@@ -565,7 +569,7 @@ describe("host faults", function () {
       // The census (H5). `kern stop` helpers of the last timeouts may still be
       // finishing: the counts must come back, not be there this instant.
       const zero = { liveBoxes: 0, children: 0, zombies: 0, fds: 0, handles: 0, envMemfds: 0,
-        tmpEntries: 0, kernProcesses: 0, secretOnDisk: 0 };
+        tmpEntries: 0, kernProcesses: 0, secretOnDisk: 0, ports: 0, cgroups: 0 };
       await h.waitFor(() => isDeepStrictEqual(census(), zero), 12000, 50);
       const after = census();
       const leakTotal = Object.values(after).reduce((a, b) => a + Math.abs(b), 0);
@@ -580,8 +584,13 @@ describe("host faults", function () {
 
       // Positive control: the same census sees one leak of each kind made
       // on purpose (a box in flight, a child and its handle, an fd, a temp
-      // entry, a kern process, the secret in a file).
+      // entry, a kern process, the secret in a file, a port, a box cgroup
+      // where this host lets root make one).
       const fd = fs.openSync(__filename, "r");
+      const listener = spawn("python3", ["-c", "import socket,time; s=socket.socket(); " +
+        "s.bind(('127.0.0.1', 0)); s.listen(); time.sleep(30)"], { stdio: "ignore" });
+      const cgroup = leaks.boxCgroupPath(`kern-box-d1-${process.pid}`);
+      if (cgroup !== null) fs.mkdirSync(cgroup);
       fs.writeFileSync(path.join(tmp, "leak"), `x ${secret} x`);
       const child = spawn(h.fakeKern(), ["box", "ksbx-d1-leak", "--image", "plain", "--", "sleep", "30"],
         { stdio: "ignore" });
@@ -593,13 +602,16 @@ describe("host faults", function () {
       try {
         const seen = await h.waitFor(() => {
           const c = census();
-          return c.liveBoxes === 1 && c.children >= 2 && c.kernProcesses >= 2 && c.fds >= 1 &&
-            c.handles >= 1 && c.tmpEntries === 2 && c.secretOnDisk === 1 ? c : null;
+          return c.liveBoxes === 1 && c.children >= 3 && c.kernProcesses >= 2 && c.fds >= 1 &&
+            c.handles >= 1 && c.tmpEntries === 2 && c.secretOnDisk === 1 && c.ports === 1 &&
+            c.cgroups === (cgroup === null ? 0 : 1) ? c : null;
         }, 5000, 20);
         assert.ok(seen, `the census sees the planted leaks: ${JSON.stringify(census())}`);
       } finally {
         fs.closeSync(fd);
         child.kill("SIGKILL");
+        listener.kill("SIGKILL");
+        if (cgroup !== null) fs.rmdirSync(cgroup);
         await s.close();
         await inFlight;
         fs.rmSync(path.join(tmp, "leak"));

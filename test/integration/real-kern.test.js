@@ -9,7 +9,9 @@ const fs = require("fs");
 const path = require("path");
 const crypto = require("crypto");
 const { spawn, execFileSync } = require("child_process");
+const { isDeepStrictEqual } = require("util");
 const h = require("../lib/harness");
+const leaks = require("../lib/leaks");
 
 function findRealKern() {
   const cands = [];
@@ -210,6 +212,174 @@ describe("integration: a real kern", function () {
       assert.deepStrictEqual(r.files, [{ path: "out.txt", size: 5, change: "created" }], r.stderr);
       assert.strictEqual((await sbx.readFile("out.txt")).toString(), "hello");
     });
+  });
+
+  // C3: the box's pid namespace ends what the workload leaves behind, and
+  // kern's own helpers go with it.
+  for (const [variant, script] of [
+    ["setsid nohup", (m) => `setsid nohup sh -c 'sleep 1000; : ${m}' >/dev/null 2>&1 &`],
+    ["a new session by double fork", (m) => "python3 -c 'import os, time\n" +
+      "if os.fork() == 0:\n  os.setsid()\n  if os.fork() == 0:\n    time.sleep(1000)\n  os._exit(0)\n" +
+      `os.wait()' ${m}`],
+  ]) {
+    it(`C3: a daemon left behind (${variant}) ends with the box: exit 0, no box process 1 s ` +
+      "later, no kern process 2 s later", async function () {
+      const marker = `c3-${crypto.randomBytes(4).toString("hex")}`;
+      const s = await new kern.Sandbox({ timeoutS: 30 }).open();
+      try {
+        // Positive control: the same daemon, while its box still runs, is
+        // alive in a session other than the workload's.
+        const session = (pid) => {
+          try {
+            return fs.readFileSync(`/proc/${pid}/stat`, "latin1").split(") ")[1].split(" ")[3];
+          } catch {
+            return null; // gone
+          }
+        };
+        const alive = s.run(["sh", "-c", `${script(marker)}\nsleep 1.5 # ${marker}`]);
+        const escaped = () => {
+          const pids = h.processesWith(marker);
+          const main = pids.find((pid) => fs.readFileSync(`/proc/${pid}/cmdline`, "latin1").includes("sleep 1.5"));
+          return main !== undefined && pids.some((pid) => session(pid) !== null && session(pid) !== session(main));
+        };
+        assert.ok(await h.waitFor(escaped, 5000), "positive control: the daemon runs, in its own session");
+        const a = await alive;
+        assert.ok(a.exitCode === 0 && a.durationMs >= 1500, JSON.stringify(a));
+        assert.ok(await h.waitFor(() => h.processesWith(marker).length === 0, 1000), "and ends with the box");
+        const r = await s.run(["sh", "-c", `${script(marker)}\nexit 0`]);
+        assert.strictEqual(r.exitCode, 0, r.stderr);
+        assert.strictEqual(r.fault, null);
+        assert.ok(await h.waitFor(() => h.processesWith(marker).length === 0, 1000),
+          `box processes left: ${h.processesWith(marker)}`);
+        assert.ok(await h.waitFor(() => h.processesUsing(realKern).length === 0, 2000),
+          `kern processes left: ${h.processesUsing(realKern)}`);
+      } finally {
+        await s.close();
+      }
+    });
+  }
+
+  it("D1: 200 runs mixing C1, C3, C6-C8, crashes, timeouts and close() mid-run against a real kern, " +
+    "then a leak census of 0 (boxes, children, fds, handles, kern and box processes, ports, " +
+    "cgroups, temp entries)", async function () {
+    this.timeout(300000);
+    const CAP = 4096;
+    const marker = `d1rk-${crypto.randomBytes(4).toString("hex")}`;
+    const tmp = h.tmpDir("d1rk-tmp-");
+    const opts = { maxOutputBytes: CAP, timeoutS: 60 };
+    const sh = (script) => ["sh", "-c", `${script}; : ${marker}`];
+    const timedOut = (r) => r.fault !== null && r.fault.type === "timeout" && r.durationMs < 3500;
+    // kind: [session, argv, check]
+    const KINDS = {
+      "C1 sh trap": ["to", () => sh("trap '' TERM; sleep 30"), timedOut],
+      "C1 py SIG_IGN": ["to", () => ["python3", "-c", "import signal, time\n" +
+        "signal.signal(signal.SIGTERM, signal.SIG_IGN)\ntime.sleep(30)", marker], timedOut],
+      "C3 daemon": ["slow", () => sh(`setsid nohup sh -c 'sleep 1000; : ${marker}' >/dev/null 2>&1 & exit 0`),
+        (r) => r.exitCode === 0 && r.fault === null],
+      "C6 flood": ["slow", () => sh("head -c 1000000 /dev/zero"),
+        (r) => r.truncated && r.stdout.length === CAP && r.exitCode === 0 && r.fault === null],
+      "C6 both streams": ["slow", () => sh("head -c 1000000 /dev/zero >&2 & head -c 1000000 /dev/zero; wait"),
+        (r) => r.truncated && r.stdout.length === CAP && r.stderr.length === CAP && r.success],
+      "C7 binary": ["slow", () => sh("printf '\\377\\376\\300\\257'"),
+        (r) => r.stdout === Buffer.from([0xff, 0xfe, 0xc0, 0xaf]).toString() && r.success],
+      "C8 stdin": ["slow", () => sh("cat; echo eof"), (r) => r.stdout === "eof\n" && r.success],
+      "crash": ["slow", () => sh("sh -c 'kill -SEGV $$'; exit $?"), (r) => r.exitCode === 139 && r.fault === null],
+      "normal": ["slow", (i) => sh(`echo n${i}`), (r, i) => r.stdout === `n${i}\n` && r.success],
+      "close-race": ["fresh", null, null],
+    };
+    const names = Object.keys(KINDS);
+    const total = 200;
+
+    const savedTmp = process.env.TMPDIR;
+    process.env.TMPDIR = tmp;
+    await kern.withSandbox(opts, (sbx) => sbx.run(["true"]));
+    await h.waitFor(() => h.children().length === 0, 12000);
+    const fds0 = h.openFds();
+    const handles0 = process._getActiveHandles().length;
+    const sockets0 = new Set(leaks.listeningSockets().keys());
+    const cgroups0 = new Set(leaks.kernCgroups());
+    const binding = require("../../lib/binding");
+    const census = () => ({
+      liveBoxes: binding.liveBoxes(),
+      children: h.children().length,
+      fds: h.openFds() - fds0,
+      handles: process._getActiveHandles().length - handles0,
+      kernProcesses: h.processesUsing(realKern).length,
+      boxProcesses: h.processesWith(marker).length,
+      ports: leaks.newListeners(sockets0).length,
+      cgroups: leaks.kernCgroups().filter((c) => !cgroups0.has(c)).length,
+      tmpEntries: fs.readdirSync(tmp).length,
+    });
+    const wrong = [];
+    const counts = Object.fromEntries(names.map((k) => [k, 0]));
+    const closeRace = { killed: 0, notStarted: 0 };
+    // Positive control: the census's process counts see the boxes in flight.
+    const peak = { kernProcesses: 0, boxProcesses: 0 };
+    const sampler = setInterval(() => {
+      peak.kernProcesses = Math.max(peak.kernProcesses, h.processesUsing(realKern).length);
+      peak.boxProcesses = Math.max(peak.boxProcesses, h.processesWith(marker).length);
+    }, 100);
+    const start = Date.now();
+    try {
+      const sessions = {
+        to: await new kern.Sandbox({ ...opts, timeoutS: 1 }).open(),
+        slow: await new kern.Sandbox(opts).open(),
+      };
+      try {
+        let next = 0;
+        const lane = async () => {
+          for (let i = next++; i < total; i = next++) {
+            const kind = names[i % names.length];
+            const [key, argv, check] = KINDS[kind];
+            let good;
+            let shown = "";
+            if (key === "fresh") {
+              let up;
+              const running = new Promise((resolve) => (up = resolve));
+              const sbx = await new kern.Sandbox({ ...opts, onStdout: up }).open();
+              const p = sbx.run(sh("echo up; sleep 30")).then((r) => r, (err) => err);
+              if (i % 2 === 0) await h.sleep(Math.random() * 200);
+              else await running;
+              await sbx.close();
+              const r = await p;
+              if (r instanceof kern.SandboxError && /closed before this call's box could start/.test(r.message)) {
+                closeRace.notStarted++;
+                good = true;
+              } else {
+                closeRace.killed++;
+                good = !(r instanceof Error) && r.fault !== null && r.fault.type === "killed";
+                shown = r instanceof Error ? r.message : JSON.stringify(r.fault);
+              }
+            } else {
+              const r = await sessions[key].run(argv(i));
+              shown = `exit ${r.exitCode} ${JSON.stringify(r.fault)} ${r.durationMs} ms ${r.stderr.slice(0, 200)}`;
+              good = check(r, i);
+            }
+            counts[kind]++;
+            if (!good) wrong.push(`${kind} ${i}: ${shown}`);
+          }
+        };
+        await Promise.all(Array.from({ length: 4 }, () => lane()));
+      } finally {
+        await Promise.all(Object.values(sessions).map((x) => x.close()));
+      }
+    } finally {
+      clearInterval(sampler);
+      if (savedTmp === undefined) delete process.env.TMPDIR;
+      else process.env.TMPDIR = savedTmp;
+    }
+    const wall = Date.now() - start;
+    const zero = { liveBoxes: 0, children: 0, fds: 0, handles: 0, kernProcesses: 0, boxProcesses: 0,
+      ports: 0, cgroups: 0, tmpEntries: 0 };
+    await h.waitFor(() => isDeepStrictEqual(census(), zero), 12000, 50);
+    const after = census();
+    console.log(`      D1 (real kern): ${total} runs in ${wall} ms (${names.map((k) => `${counts[k]} ${k}`).join(", ")}; ` +
+      `close-race: ${closeRace.killed} killed, ${closeRace.notStarted} not started); ${wrong.length} wrong; ` +
+      `census ${JSON.stringify(after)}; in flight at most ${peak.kernProcesses} kern and ` +
+      `${peak.boxProcesses} box processes`);
+    assert.ok(peak.kernProcesses >= 2 && peak.boxProcesses >= 2, JSON.stringify(peak));
+    assert.deepStrictEqual(wrong, []);
+    assert.deepStrictEqual(after, zero);
   });
 
   it("C9: SIGKILL of Node leaves no kern or box process 2 s later", async function () {

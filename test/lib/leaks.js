@@ -92,6 +92,114 @@ function processTable() {
   return out;
 }
 
+/** The process's start time in clock ticks since boot (field 22 of stat),
+ * or null if it is gone. */
+function startTicks(pid) {
+  const stat = readOrNull(`/proc/${pid}/stat`);
+  if (stat === null) return null;
+  const s = stat.toString("latin1");
+  return Number(s.slice(s.lastIndexOf(")") + 2).split(" ")[19]);
+}
+
+/** Sockets of this network namespace that hold a host port or a name
+ * (H5 "host ports"): listening TCP, bound UDP (an unconnected UDP socket is
+ * state 07) and listening unix sockets, as a Map from inode to a label. */
+function listeningSockets() {
+  const out = new Map();
+  for (const [file, want] of [["tcp", "0A"], ["tcp6", "0A"], ["udp", "07"], ["udp6", "07"]]) {
+    const text = readOrNull(`/proc/net/${file}`);
+    if (text === null) continue;
+    for (const line of text.toString("latin1").split("\n").slice(1)) {
+      const f = line.trim().split(/\s+/);
+      if (f.length < 10 || f[3] !== want || f[9] === "0") continue;
+      out.set(f[9], `${file} ${f[1]}`);
+    }
+  }
+  const unix = readOrNull("/proc/net/unix");
+  if (unix !== null) {
+    for (const line of unix.toString("latin1").split("\n").slice(1)) {
+      const f = line.trim().split(/\s+/);
+      // Flags 00010000 is __SO_ACCEPTCON: the socket listens.
+      if (f.length < 7 || (parseInt(f[3], 16) & 0x10000) === 0) continue;
+      out.set(f[6], `unix ${f[7] ?? "(unnamed)"}`);
+    }
+  }
+  return out;
+}
+
+/** For each socket inode given, the live processes holding it: Map from
+ * inode to [{pid, argv}]. */
+function socketOwners(inodes) {
+  const wanted = new Set([...inodes].map((i) => `socket:[${i}]`));
+  const out = new Map();
+  if (wanted.size === 0) return out;
+  for (const name of fs.readdirSync("/proc")) {
+    if (!/^\d+$/.test(name)) continue;
+    for (const target of Object.values(fdTable(name))) {
+      if (!wanted.has(target)) continue;
+      const inode = target.slice(8, -1);
+      const argv = (readOrNull(`/proc/${name}/cmdline`) ?? Buffer.alloc(0)).toString().split("\0").join(" ").trim();
+      if (!out.has(inode)) out.set(inode, []);
+      if (!out.get(inode).some((o) => o.pid === Number(name))) out.get(inode).push({ pid: Number(name), argv });
+    }
+  }
+  return out;
+}
+
+/** Sockets listening now that were not in baseline (a Set of inodes) and
+ * are held by a process started after this one (older holders are another
+ * program's): [{socket, owners}]. */
+function newListeners(baseline) {
+  const since = startTicks("self");
+  const fresh = [...listeningSockets()].filter(([inode]) => !baseline.has(inode));
+  const owners = socketOwners(fresh.map(([inode]) => inode));
+  return fresh.map(([inode, label]) => ({ socket: label, owners: owners.get(inode) ?? [] }))
+    .filter((l) => l.owners.some((o) => (startTicks(o.pid) ?? 0) >= since));
+}
+
+/** Box cgroups (H5 "cgroups under kern.slice"): every directory below
+ * /sys/fs/cgroup, in every hierarchy, named the way kern names what it
+ * creates per box or per probe ("kern-box-<tag>-<pid>", "kern-capprobe-<pid>",
+ * systemd's "kern-....scope"). kern.slice itself is kern's persistent parent
+ * and is not one of them. */
+function kernCgroups(root = "/sys/fs/cgroup") {
+  const out = [];
+  const walk = (d, depth) => {
+    let entries;
+    try {
+      entries = fs.readdirSync(d, { withFileTypes: true });
+    } catch {
+      return; // removed meanwhile
+    }
+    for (const e of entries) {
+      if (!e.isDirectory()) continue;
+      const p = path.join(d, e.name);
+      if (e.name.startsWith("kern-")) out.push(p);
+      if (depth < 16) walk(p, depth + 1);
+    }
+  };
+  walk(root, 0);
+  return out;
+}
+
+/** A cgroup directory kern would name as a box's, as a child of this
+ * process's cgroup-v2 cgroup, or null where there is no writable one (not
+ * root, or no cgroup2 mount). */
+function boxCgroupPath(name) {
+  if (process.getuid() !== 0) return null;
+  const mount = fs.readFileSync("/proc/self/mountinfo", "utf8").split("\n")
+    .map((l) => l.split(" - ")).find((parts) => parts[1] && parts[1].startsWith("cgroup2 "));
+  const own = /^0::(\/.*)$/m.exec(fs.readFileSync("/proc/self/cgroup", "utf8"));
+  if (!mount || !own) return null;
+  const dir = path.join(mount[0].split(" ")[4], own[1]);
+  try {
+    fs.accessSync(dir, fs.constants.W_OK);
+  } catch {
+    return null;
+  }
+  return path.join(dir, name);
+}
+
 /**
  * The A34 search for needle. kern is the absolute path of the kern binary
  * (the test double): a process below a kern process that is not kern itself
@@ -144,4 +252,7 @@ function canarySearch({ needle, kern, dirs = [], shallowDirs = [], since = 0 }) 
   return found;
 }
 
-module.exports = { secretFiles, fdTable, fdsLinkingTo, processTable, canarySearch };
+module.exports = {
+  secretFiles, fdTable, fdsLinkingTo, processTable, canarySearch,
+  listeningSockets, newListeners, kernCgroups, boxCgroupPath,
+};
