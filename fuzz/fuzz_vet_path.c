@@ -19,14 +19,15 @@
  *             ks_ws_check_dir_rel the original if it fits its 4095-byte
  *             limit (refusing it with ENAMETOOLONG otherwise: finding F6);
  *   P4        the two checks agree where both define the answer: for a path
- *             whose kept components ("" and "." dropped) join to at most 256
- *             bytes, with no '\\', no drive prefix or ".ks-" name as the first
+ *             of at most 4095 bytes whose kept components ("" and "."
+ *             dropped) join to at most 256 bytes, with no '\\', no drive prefix or ".ks-" name as the first
  *             kept component, and no trailing "/" or "/." (tar vetting refuses
  *             the first ones on purpose, ks_ws_check_rel the last one), one
  *             accepts if and only if the other does;
  *   P5        a path ks_ws_check_rel accepts stays inside the root (POSIX
- *             reading), whatever its length; one with an embedded NUL (the
- *             raw input, length included) is refused.
+ *             reading); one over 4095 bytes is refused as too long (or as
+ *             absolute), one with an embedded NUL (the raw input, length
+ *             included) is refused.
  *
  * Every length up to 4096 bytes goes to ks_tar_vet_path: it bounds its
  * result at KS_TAR_PATH_MAX since Findings F1 was fixed (1ce338e). */
@@ -186,6 +187,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   ks_err_clear(&err);
   rel_ok = ks_ws_check_rel(path, len, &err) == 0;
   rel_errnum = err.errnum;
+  KS_FUZZ_CHECK(len <= KS_WS_PATH_MAX || (!rel_ok && (rel_errnum == ENAMETOOLONG ||
+                                                      (path[0] == '/' && rel_errnum == EINVAL))),
+                "ks_ws_check_rel did not refuse a %zu-byte path as too long", len);
   if (rel_ok) {
     KS_FUZZ_CHECK(!posix_r.escaped,
                   "ks_ws_check_rel accepted \"%s\", which leaves the root", path);
@@ -263,8 +267,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   bool has_first = first_kept(path, len, &fs, &fl);
   bool first_drive = has_first && has_drive_prefix(path + fs, fl);
   bool first_private = has_first && fl >= 4 && memcmp(path + fs, ".ks-", 4) == 0;
-  if (memchr(path, '\\', len) == NULL && !first_drive && !first_private &&
-      !has_trailing_dir(path, len) && kept_len(path, len) <= KS_TAR_PATH_MAX) {
+  if (len <= KS_WS_PATH_MAX && memchr(path, '\\', len) == NULL && !first_drive &&
+      !first_private && !has_trailing_dir(path, len) && kept_len(path, len) <= KS_TAR_PATH_MAX) {
     if ((vet == KS_TAR_OK) != rel_ok) {
       ks_fuzz_dump("input", path, len);
       ks_fuzz_fail("ks_tar_vet_path says %s, ks_ws_check_rel says %s",
