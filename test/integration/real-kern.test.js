@@ -382,6 +382,87 @@ describe("integration: a real kern", function () {
     assert.deepStrictEqual(after, zero);
   });
 
+  // C2 with a pids cgroup: this host's kern cannot cap pids itself (cgroup
+  // v1, "--pids-limit accepted but NOT enforced"), so the test puts kern in
+  // a cgroup-v1 pids cgroup of its own through a KERN_BIN wrapper, the way an
+  // outer cgroup (a container, a systemd unit) would. kern's own cap is the
+  // same kernel mechanism on a cgroup-v2 host.
+  //
+  // The catalogue's literal `:(){ :|:& };:` returns at once here: bash is the
+  // box's pid-namespace init, and its exit ends every process of the box
+  // (see the next test). "; sleep 30" keeps init alive, which is the real threat.
+  it("C2: the literal sh fork bomb ends with the box's init: exit 0 and nothing left", async function () {
+    const marker = `c2-${crypto.randomBytes(4).toString("hex")}`;
+    const r = await kern.withSandbox({ timeoutS: 10, pids: 256 },
+      (s) => s.run(["bash", "-c", `:(){ :|:& };: # ${marker}`]));
+    assert.strictEqual(r.exitCode, 0, r.stderr);
+    assert.strictEqual(r.fault, null);
+    assert.ok(await h.waitFor(() => h.processesWith(marker).length === 0, 1000),
+      `left: ${h.processesWith(marker)}`);
+  });
+
+  for (const [variant, argv] of [
+    ["sh", ["bash", "-c", ":(){ :|:& };:; sleep 30"]],
+    ["Python", ["python3", "-c", "import os\nwhile True:\n  try:\n    os.fork()\n  except OSError:\n    pass"]],
+  ]) {
+    it(`C2 (a pids cgroup of 256 around kern): a ${variant} fork bomb in a real box is contained, ` +
+      "the host still forks, the run ends at its timeout with nothing left, and the next run works", async function () {
+      const v1 = "/sys/fs/cgroup/pids";
+      try {
+        fs.accessSync(path.join(v1, "cgroup.procs"), fs.constants.W_OK);
+      } catch {
+        return h.skip(this, `no writable cgroup-v1 pids hierarchy at ${v1} (needs root on a host that mounts one)`);
+      }
+      const cg = path.join(v1, `ks-c2-${crypto.randomBytes(4).toString("hex")}`);
+      fs.mkdirSync(cg);
+      const current = () => Number(fs.readFileSync(path.join(cg, "pids.current"), "utf8"));
+      const savedBin = process.env.KERN_BIN;
+      try {
+        fs.writeFileSync(path.join(cg, "pids.max"), "256");
+        const wrapper = path.join(h.tmpDir("c2-"), "kern");
+        execFileSync("cc", ["-std=gnu11", "-O2", "-Wall", "-Wextra", "-Werror",
+          `-DKS_CGROUP_PROCS="${path.join(cg, "cgroup.procs")}"`, `-DKS_REAL_KERN="${realKern}"`,
+          "-o", wrapper, path.join(h.repo, "test/fixtures/cgroup-exec.c")], { stdio: "pipe" });
+        process.env.KERN_BIN = wrapper;
+        const s = await new kern.Sandbox({ timeoutS: 3, pids: 256 }).open();
+        try {
+          const t0 = Date.now();
+          const run = s.run(argv);
+          let peak = 0;
+          const sampler = setInterval(() => (peak = Math.max(peak, current())), 10);
+          let r;
+          try {
+            // Positive control: the bomb fills the cgroup, and the kernel
+            // refuses its forks from then on.
+            const full = await h.waitFor(() => current() >= 240, 3000, 10);
+            assert.ok(full, `the bomb reached ${peak} tasks of 256`);
+            const hostForks = execFileSync("sh", ["-c", "echo host-ok"], { encoding: "utf8" });
+            assert.strictEqual(hostForks, "host-ok\n");
+            r = await run;
+          } finally {
+            clearInterval(sampler);
+          }
+          const took = Date.now() - t0;
+          const refused = Number(/^max (\d+)$/m.exec(fs.readFileSync(path.join(cg, "pids.events"), "utf8"))[1]);
+          assert.ok(peak <= 256 && refused > 0, `peak ${peak}, ${refused} forks refused`);
+          assert.strictEqual(r.fault && r.fault.type, "timeout", JSON.stringify(r).slice(0, 500));
+          assert.ok(took < 3000 + 2500, `the run took ${took} ms`);
+          assert.ok(await h.waitFor(() => current() === 0, 2000), `${current()} tasks left in the cgroup`);
+          const next = await s.run(["sh", "-c", "echo after"]);
+          assert.strictEqual(next.stdout, "after\n", next.stderr);
+          console.log(`      C2 ${variant}: peak ${peak} of 256 tasks, ${refused} forks refused, timeout fault after ${took} ms, ` +
+            "host forked meanwhile, 0 tasks left, next run ok");
+        } finally {
+          await s.close();
+        }
+      } finally {
+        process.env.KERN_BIN = savedBin;
+        await h.waitFor(() => current() === 0, 5000);
+        fs.rmdirSync(cg);
+      }
+    });
+  }
+
   it("C9: SIGKILL of Node leaves no kern or box process 2 s later", async function () {
     const marker = `orphan-${crypto.randomBytes(4).toString("hex")}`;
     const child = spawn(process.execPath,
