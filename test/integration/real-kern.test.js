@@ -46,6 +46,26 @@ const why = realKern === null
     ? `kern at ${realKern} has no python:3.12-slim image (run ../shared/tools/make-kern-images.sh)`
     : null;
 
+const V1_PIDS = "/sys/fs/cgroup/pids";
+/** Whether this host has a cgroup-v1 pids hierarchy root can write. */
+function haveV1Pids() {
+  try {
+    fs.accessSync(path.join(V1_PIDS, "cgroup.procs"), fs.constants.W_OK);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Builds fixtures/cgroup-exec.c as `out`: a kern that joins cgroup dir, or
+ * with perBox a fresh child of it capped at perBox tasks, then execs the
+ * real kern. */
+function buildCgroupExec(out, dir, perBox = null) {
+  execFileSync("cc", ["-std=gnu11", "-O2", "-Wall", "-Wextra", "-Werror", `-DKS_CGROUP_DIR="${dir}"`,
+    `-DKS_REAL_KERN="${realKern}"`, ...(perBox === null ? [] : [`-DKS_PIDS_PER_BOX=${perBox}`]),
+    "-o", out, path.join(h.repo, "test/fixtures/cgroup-exec.c")], { stdio: "pipe" });
+}
+
 describe("integration: a real kern", function () {
   this.timeout(120000);
   let saved;
@@ -259,10 +279,10 @@ describe("integration: a real kern", function () {
     });
   }
 
-  it("D1: 200 runs mixing C1, C3, C6-C8, crashes, timeouts and close() mid-run against a real kern, " +
+  it("D1: 1,000 runs mixing C1, C2, C3, C6-C8, crashes, timeouts and close() mid-run against a real kern, " +
     "then a leak census of 0 (boxes, children, fds, handles, kern and box processes, ports, " +
-    "cgroups, temp entries)", async function () {
-    this.timeout(300000);
+    "cgroups and their tasks, temp entries)", async function () {
+    this.timeout(600000);
     const CAP = 4096;
     const marker = `d1rk-${crypto.randomBytes(4).toString("hex")}`;
     const tmp = h.tmpDir("d1rk-tmp-");
@@ -287,8 +307,28 @@ describe("integration: a real kern", function () {
       "normal": ["slow", (i) => sh(`echo n${i}`), (r, i) => r.stdout === `n${i}\n` && r.success],
       "close-race": ["fresh", null, null],
     };
+    // C2 needs a pids cap: each box gets a cgroup of its own, capped at 128
+    // tasks, from the cgroup-exec stand-in (see the C2 tests above).
+    let pidsParent = null;
+    if (haveV1Pids()) {
+      KINDS["C2 sh bomb"] = ["to", () => ["bash", "-c", `:(){ :|:& };:; sleep 30 # ${marker}`], timedOut];
+      KINDS["C2 py bomb"] = ["to", () => ["python3", "-c", "import os\nwhile True:\n  try:\n    os.fork()\n" +
+        "  except OSError:\n    pass", marker], timedOut];
+      pidsParent = path.join(V1_PIDS, `ks-d1-${crypto.randomBytes(4).toString("hex")}`);
+      fs.mkdirSync(pidsParent);
+    } else {
+      console.log(`      (C2 left out of the mix: no writable cgroup-v1 pids hierarchy at ${V1_PIDS})`);
+    }
     const names = Object.keys(KINDS);
-    const total = 200;
+    const total = 1000;
+    const savedBin = process.env.KERN_BIN;
+    if (pidsParent !== null) {
+      const wrapper = path.join(h.tmpDir("d1rk-bin-"), "kern");
+      buildCgroupExec(wrapper, pidsParent, 128);
+      process.env.KERN_BIN = wrapper;
+    }
+    const cgroupTasks = () => (pidsParent === null ? 0
+      : Number(fs.readFileSync(path.join(pidsParent, "pids.current"), "utf8")));
 
     const savedTmp = process.env.TMPDIR;
     process.env.TMPDIR = tmp;
@@ -308,16 +348,18 @@ describe("integration: a real kern", function () {
       boxProcesses: h.processesWith(marker).length,
       ports: leaks.newListeners(sockets0).length,
       cgroups: leaks.kernCgroups().filter((c) => !cgroups0.has(c)).length,
+      cgroupTasks: cgroupTasks(),
       tmpEntries: fs.readdirSync(tmp).length,
     });
     const wrong = [];
     const counts = Object.fromEntries(names.map((k) => [k, 0]));
     const closeRace = { killed: 0, notStarted: 0 };
     // Positive control: the census's process counts see the boxes in flight.
-    const peak = { kernProcesses: 0, boxProcesses: 0 };
+    const peak = { kernProcesses: 0, boxProcesses: 0, cgroupTasks: 0 };
     const sampler = setInterval(() => {
       peak.kernProcesses = Math.max(peak.kernProcesses, h.processesUsing(realKern).length);
       peak.boxProcesses = Math.max(peak.boxProcesses, h.processesWith(marker).length);
+      peak.cgroupTasks = Math.max(peak.cgroupTasks, cgroupTasks());
     }, 100);
     const start = Date.now();
     try {
@@ -338,13 +380,13 @@ describe("integration: a real kern", function () {
               const running = new Promise((resolve) => (up = resolve));
               const sbx = await new kern.Sandbox({ ...opts, onStdout: up }).open();
               const p = sbx.run(sh("echo up; sleep 30")).then((r) => r, (err) => err);
-              if (i % 2 === 0) await h.sleep(Math.random() * 200);
+              if (Math.floor(i / names.length) % 2 === 0) await h.sleep(Math.random() * 150);
               else await running;
               await sbx.close();
               const r = await p;
               if (r instanceof kern.SandboxError && /closed before this call's box could start/.test(r.message)) {
                 closeRace.notStarted++;
-                good = true;
+                good = Math.floor(i / names.length) % 2 === 0; // only when closed at a random instant
               } else {
                 closeRace.killed++;
                 good = !(r instanceof Error) && r.fault !== null && r.fault.type === "killed";
@@ -365,19 +407,38 @@ describe("integration: a real kern", function () {
       }
     } finally {
       clearInterval(sampler);
+      process.env.KERN_BIN = savedBin;
       if (savedTmp === undefined) delete process.env.TMPDIR;
       else process.env.TMPDIR = savedTmp;
     }
     const wall = Date.now() - start;
     const zero = { liveBoxes: 0, children: 0, fds: 0, handles: 0, kernProcesses: 0, boxProcesses: 0,
-      ports: 0, cgroups: 0, tmpEntries: 0 };
+      ports: 0, cgroups: 0, cgroupTasks: 0, tmpEntries: 0 };
     await h.waitFor(() => isDeepStrictEqual(census(), zero), 12000, 50);
     const after = census();
+    // The per-box cgroups are the stand-in's, not kern's: each must be empty
+    // now (rmdir refuses one that still holds a task).
+    let boxCgroups = 0;
+    const busyCgroups = [];
+    if (pidsParent !== null) {
+      for (const e of fs.readdirSync(pidsParent, { withFileTypes: true }).filter((d) => d.isDirectory())) {
+        boxCgroups++;
+        try {
+          fs.rmdirSync(path.join(pidsParent, e.name));
+        } catch (err) {
+          busyCgroups.push(`${e.name}: ${err.code}`);
+        }
+      }
+      if (busyCgroups.length === 0) fs.rmdirSync(pidsParent);
+    }
     console.log(`      D1 (real kern): ${total} runs in ${wall} ms (${names.map((k) => `${counts[k]} ${k}`).join(", ")}; ` +
       `close-race: ${closeRace.killed} killed, ${closeRace.notStarted} not started); ${wrong.length} wrong; ` +
       `census ${JSON.stringify(after)}; in flight at most ${peak.kernProcesses} kern and ` +
-      `${peak.boxProcesses} box processes`);
+      `${peak.boxProcesses} box processes, ${peak.cgroupTasks} tasks in box cgroups; ` +
+      `${boxCgroups} box cgroups, ${busyCgroups.length} not empty`);
     assert.ok(peak.kernProcesses >= 2 && peak.boxProcesses >= 2, JSON.stringify(peak));
+    if (pidsParent !== null) assert.ok(peak.cgroupTasks >= 128 && boxCgroups > 0, JSON.stringify(peak));
+    assert.deepStrictEqual(busyCgroups, []);
     assert.deepStrictEqual(wrong, []);
     assert.deepStrictEqual(after, zero);
   });
@@ -407,22 +468,16 @@ describe("integration: a real kern", function () {
   ]) {
     it(`C2 (a pids cgroup of 256 around kern): a ${variant} fork bomb in a real box is contained, ` +
       "the host still forks, the run ends at its timeout with nothing left, and the next run works", async function () {
-      const v1 = "/sys/fs/cgroup/pids";
-      try {
-        fs.accessSync(path.join(v1, "cgroup.procs"), fs.constants.W_OK);
-      } catch {
-        return h.skip(this, `no writable cgroup-v1 pids hierarchy at ${v1} (needs root on a host that mounts one)`);
-      }
-      const cg = path.join(v1, `ks-c2-${crypto.randomBytes(4).toString("hex")}`);
+      if (!haveV1Pids())
+        return h.skip(this, `no writable cgroup-v1 pids hierarchy at ${V1_PIDS} (needs root on a host that mounts one)`);
+      const cg = path.join(V1_PIDS, `ks-c2-${crypto.randomBytes(4).toString("hex")}`);
       fs.mkdirSync(cg);
       const current = () => Number(fs.readFileSync(path.join(cg, "pids.current"), "utf8"));
       const savedBin = process.env.KERN_BIN;
       try {
         fs.writeFileSync(path.join(cg, "pids.max"), "256");
         const wrapper = path.join(h.tmpDir("c2-"), "kern");
-        execFileSync("cc", ["-std=gnu11", "-O2", "-Wall", "-Wextra", "-Werror",
-          `-DKS_CGROUP_PROCS="${path.join(cg, "cgroup.procs")}"`, `-DKS_REAL_KERN="${realKern}"`,
-          "-o", wrapper, path.join(h.repo, "test/fixtures/cgroup-exec.c")], { stdio: "pipe" });
+        buildCgroupExec(wrapper, cg);
         process.env.KERN_BIN = wrapper;
         const s = await new kern.Sandbox({ timeoutS: 3, pids: 256 }).open();
         try {
