@@ -249,17 +249,18 @@ describe("integration: a real kern", function () {
       try {
         // Positive control: the same daemon, while its box still runs, is
         // alive in a session other than the workload's.
-        const session = (pid) => {
+        const proc = (pid, file) => {
           try {
-            return fs.readFileSync(`/proc/${pid}/stat`, "latin1").split(") ")[1].split(" ")[3];
+            return fs.readFileSync(`/proc/${pid}/${file}`, "latin1");
           } catch {
-            return null; // gone
+            return null; // gone meanwhile
           }
         };
+        const session = (pid) => proc(pid, "stat")?.split(") ")[1].split(" ")[3] ?? null;
         const alive = s.run(["sh", "-c", `${script(marker)}\nsleep 1.5 # ${marker}`]);
         const escaped = () => {
           const pids = h.processesWith(marker);
-          const main = pids.find((pid) => fs.readFileSync(`/proc/${pid}/cmdline`, "latin1").includes("sleep 1.5"));
+          const main = pids.find((pid) => (proc(pid, "cmdline") ?? "").includes("sleep 1.5"));
           return main !== undefined && pids.some((pid) => session(pid) !== null && session(pid) !== session(main));
         };
         assert.ok(await h.waitFor(escaped, 5000), "positive control: the daemon runs, in its own session");
