@@ -9,7 +9,7 @@ const fs = require("fs");
 const path = require("path");
 const { spawn } = require("child_process");
 const h = require("./lib/harness");
-const { fdTable, listeningSockets, newListeners, kernCgroups } = require("./lib/leaks");
+const { fdTable, listeningSockets, newListeners, kernCgroups, newKernCgroups } = require("./lib/leaks");
 
 process.env.KERN_BIN = h.fakeKern();
 // A private TMPDIR for the whole run, inherited by every child the tests
@@ -105,7 +105,7 @@ exports.mochaHooks = {
     // this run and escaped from every other count (a daemon out of its
     // group, in "/") still shows here, and so would a box cgroup that kern
     // failed to remove.
-    const newCgroups = () => kernCgroups().filter((c) => !baselineCgroups.has(c));
+    const newCgroups = () => newKernCgroups(baselineCgroups);
     await h.waitFor(() => newListeners(baselineSockets).length === 0 && newCgroups().length === 0, wait(5000));
     const fdsBack = baselineFds === null ||
       await h.waitFor(() => Object.keys(fdTable()).length === Object.keys(baselineFds).length, wait(5000));

@@ -394,11 +394,12 @@ describe("host faults", function () {
 
   describe("D1: leak-free supervision", function () {
     // Every C1-C9 case that can share one process with the others, on the
-    // double. Left out: C2 (a fork bomb needs kern's pids cgroup, H2), C3
+    // double. Left out: C2 (a fork bomb needs a pids cgroup, H2) and C3
     // (the double's setsid daemon escapes kern's group; a real kern's pid
-    // namespace ends it: integration/real-kern.test.js has it in its D1 mix), C9 (Node's own death: a child process, see
-    // the C9 tests above and D10); its in-process part, a session closed
-    // mid-run, is the "close-race" kind.
+    // namespace ends it): integration/real-kern.test.js has both in its D1
+    // mix. C9 is Node's own death (a child process, see the C9 tests above
+    // and D10); its in-process part, a session closed mid-run, is the
+    // "close-race" kind.
     const CAP = 4096;
     const BIN = Buffer.from([0xff, 0xfe, 0xc0, 0xaf, 0xed, 0xa0, 0x80, 0x00]);
     const PY_IGN = "import signal, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\ntime.sleep(30)";
@@ -488,7 +489,7 @@ describe("host faults", function () {
         kernProcesses: h.processesUsing(h.fakeKern()).length,
         secretOnDisk: leaks.secretFiles([tmp, h.stateDir()], secret).length,
         ports: leaks.newListeners(sockets0).length,
-        cgroups: leaks.kernCgroups().filter((c) => !cgroups0.has(c)).length,
+        cgroups: leaks.newKernCgroups(cgroups0).length,
       });
       const names = Object.keys(KINDS);
       const counts = Object.fromEntries(names.map((k) => [k, 0]));

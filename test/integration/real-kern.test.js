@@ -348,7 +348,7 @@ describe("integration: a real kern", function () {
       kernProcesses: h.processesUsing(realKern).length,
       boxProcesses: h.processesWith(marker).length,
       ports: leaks.newListeners(sockets0).length,
-      cgroups: leaks.kernCgroups().filter((c) => !cgroups0.has(c)).length,
+      cgroups: leaks.newKernCgroups(cgroups0).length,
       cgroupTasks: cgroupTasks(),
       tmpEntries: fs.readdirSync(tmp).length,
     });

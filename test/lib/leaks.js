@@ -182,6 +182,11 @@ function kernCgroups(root = "/sys/fs/cgroup") {
   return out;
 }
 
+/** Box cgroups now that were not in baseline (a Set of paths). */
+function newKernCgroups(baseline) {
+  return kernCgroups().filter((c) => !baseline.has(c));
+}
+
 /** A cgroup directory kern would name as a box's, as a child of this
  * process's cgroup-v2 cgroup, or null where there is no writable one (not
  * root, or no cgroup2 mount). */
@@ -254,5 +259,5 @@ function canarySearch({ needle, kern, dirs = [], shallowDirs = [], since = 0 }) 
 
 module.exports = {
   secretFiles, fdTable, fdsLinkingTo, processTable, canarySearch,
-  listeningSockets, newListeners, kernCgroups, boxCgroupPath,
+  listeningSockets, newListeners, kernCgroups, newKernCgroups, boxCgroupPath,
 };
