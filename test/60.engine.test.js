@@ -223,7 +223,8 @@ int main(int argc, char **argv) {
       { stdio: ["ignore", "pipe", "inherit"] });
     await new Promise((resolve) => child.stdout.once("data", resolve));
     // kern and the box both carry the marker in their argv: 4 boxes, 8 processes.
-    const running = await h.waitFor(() => markerProcesses(marker, [child.pid]).length >= 8, 3000);
+    const running = await h.waitFor(() => markerProcesses(marker, [child.pid]).length >= 8,
+      h.startWait(3000));
     assert.ok(running, `positive control: the four boxes run (${markerProcesses(marker, [child.pid])})`);
     const exited = new Promise((resolve) => child.on("exit", resolve));
     child.kill("SIGKILL");

@@ -636,7 +636,8 @@ describe("workspace I/O against a hostile workspace", function () {
       const running = owned.run(["sh", "-c", `while :; do echo x > ${marker}; sleep 0.02; done`]);
       let settledAt = null;
       running.then(() => { settledAt = Date.now(); }, () => { settledAt = Date.now(); });
-      assert.ok(await h.waitFor(() => h.processesWith(marker).length > 0, 3000), "the box runs");
+      assert.ok(await h.waitFor(() => h.processesWith(marker).length > 0, h.startWait(3000)),
+        "the box runs");
       await owned.close();
       const closedAt = Date.now();
       try {

@@ -84,7 +84,7 @@ describe("reliability", function () {
       // The child terminates its Worker only once told to, so the box is
       // seen running first however slow the build starts it.
       assert.ok(await h.waitFor(() => h.processesWith(marker, [child.pid]).length >= 2,
-        h.underSanitizer ? 30000 : 10000), "positive control: the Worker's box runs");
+        h.startWait(10000)), "positive control: the Worker's box runs");
       child.stdin.end("go\n");
       await terminated;
       const gone = await h.waitFor(() => h.processesWith(marker, [child.pid]).length === 0, 1000);
@@ -187,7 +187,8 @@ describe("reliability", function () {
             wrong.push(`spinner: ${JSON.stringify(r.fault)} ${r.durationMs} ms, pgid ${pgid} gone ${gone}`);
         }
       })();
-      assert.ok(await h.waitFor(() => h.processesWith(longMarker).length >= 2, 10000), "the long box runs");
+      assert.ok(await h.waitFor(() => h.processesWith(longMarker).length >= 2, h.startWait(10000)),
+        "the long box runs");
 
       const one = async (n) => {
         const kind = kinds[n];
@@ -269,7 +270,7 @@ describe("reliability", function () {
   it("C21: a SIGSTOPped kern is still killed at the deadline", async function () {
     const marker = `stopped-${crypto.randomBytes(4).toString("hex")}`;
     const p = runCode(`sleep 30 # ${marker}`, { language: "bash", timeoutS: 1 });
-    assert.ok(await h.waitFor(() => h.processesWith(marker).length > 0, 2000));
+    assert.ok(await h.waitFor(() => h.processesWith(marker).length > 0, h.startWait(2000)));
     for (const pid of h.processes().filter((q) => q.exe === h.fakeKern() && q.argv.includes(marker)))
       process.kill(pid.pid, "SIGSTOP");
     const r = await p;

@@ -118,7 +118,8 @@ describe("host faults", function () {
       const exited = h.exitOf(child);
       await new Promise((resolve) => child.stdout.once("data", resolve));
       // Positive control: four boxes (kern and its workload each) run.
-      assert.ok(await h.waitFor(() => h.processesWith(marker, [child.pid]).length >= 8, 5000),
+      assert.ok(await h.waitFor(() => h.processesWith(marker, [child.pid]).length >= 8,
+        h.startWait(5000)),
         `the boxes run: ${h.processesWith(marker, [child.pid])}`);
       child.stdin.end("go\n");
       const [code, signal] = await exited;

@@ -144,6 +144,15 @@ function skip(ctx, reason) {
  * everything is several times slower, so pure timing bounds are relaxed. */
 const underSanitizer = process.env.KERN_SANDBOX_BUILD === "Debug";
 
+/** How long to wait for something to *start* (a Node child, a Worker, a
+ * box): `ms` on the release build, at least 30 s on the sanitizer build,
+ * where a Node start alone can take seconds on a loaded machine. Only for
+ * positive controls: a bound the catalogue sets (a box gone within 2 s) is
+ * never stretched. */
+function startWait(ms) {
+  return underSanitizer ? Math.max(ms, 30000) : ms;
+}
+
 /** Mounts a tmpfs on a fresh dir (root only); null with the reason otherwise. */
 function mountTmpfs(opts) {
   const dir = tmpDir("tmpfs-");
@@ -184,5 +193,5 @@ function cleanup() {
 module.exports = {
   repo, testRoot, fakeKern, stateDir, recordedArgv, clearState, tmpDir, children,
   processes, processesUsing, processesWith, processesIn, openFds, sleep, waitFor, skip, cleanup,
-  underSanitizer, mountTmpfs, umount, have, exitOf,
+  underSanitizer, startWait, mountTmpfs, umount, have, exitOf,
 };
