@@ -13,9 +13,7 @@ const { Sandbox, withSandbox, runCode, SandboxError } = require("..");
 const binding = require("../lib/binding");
 const h = require("./lib/harness");
 
-function note(msg) {
-  console.log(`      ${msg}`);
-}
+const { note } = h;
 
 const markerProcesses = h.processesWith;
 

@@ -11,18 +11,9 @@ const { spawn, execFileSync } = require("child_process");
 const { withSandbox } = require("..");
 const h = require("./lib/harness");
 const leaks = require("./lib/leaks");
+const procfs = require("./lib/procfs");
 
-function note(msg) {
-  console.log(`      ${msg}`);
-}
-
-/** A private copy of the kern double: its processes are told apart by exe. */
-function privateKern(dir) {
-  const k = path.join(dir, "kern");
-  fs.copyFileSync(h.fakeKern(), k);
-  fs.chmodSync(k, 0o755);
-  return k;
-}
+const { note, privateKern } = h;
 
 /** Pids whose /proc/PID/<file> (environ, cmdline) holds needle, on the whole host. */
 function procHits(file, needle) {
@@ -40,12 +31,7 @@ function procHits(file, needle) {
 
 /** The process group of pid, or null once it is gone. */
 function pgrpOf(pid) {
-  try {
-    const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8");
-    return Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[2]);
-  } catch {
-    return null;
-  }
+  return procfs.readStat(pid)?.pgrp ?? null;
 }
 
 /** fd number -> link target of a process. */

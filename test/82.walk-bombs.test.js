@@ -24,9 +24,7 @@ const MAX_ENTRIES = 1000000; // KS_WS_MAX_ENTRIES
 const MAX_PATH_BYTES = 256 * MiB; // KS_WS_MAX_PATH_BYTES
 const TMPFS_MAGIC = 0x01021994;
 
-function note(msg) {
-  console.log(`      ${msg}`);
-}
+const { note } = h;
 
 /** Builds test/fixtures/mkfiles.c (once per run) into the test temp root. */
 function buildMkfiles() {

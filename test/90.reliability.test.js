@@ -12,10 +12,9 @@ const os = require("os");
 const { withSandbox, runCode } = require("..");
 const binding = require("../lib/binding");
 const h = require("./lib/harness");
+const procfs = require("./lib/procfs");
 
-function note(msg) {
-  console.log(`      ${msg}`);
-}
+const { note } = h;
 
 describe("reliability", function () {
   it("C11: 300 concurrent runs on one session, each gets its own token back", async function () {
@@ -143,20 +142,11 @@ describe("reliability", function () {
       }`;
     // A box's process group (kern's pid: kern leads it, its workload and the
     // workload's children are in it), read while the workload runs.
-    const pgrpOf = (pid) => {
-      const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8");
-      return Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[2]);
-    };
+    const pgrpOf = (pid) => procfs.readStat(pid)?.pgrp ?? null;
     // No live member left (zombies wait for a reaper that is not ours).
-    const groupGone = (pgid) => fs.readdirSync("/proc").every((pid) => {
-      if (!/^\d+$/.test(pid)) return true;
-      try {
-        const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8");
-        const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-        return Number(f[2]) !== pgid || f[0] === "Z";
-      } catch {
-        return true;
-      }
+    const groupGone = (pgid) => procfs.pids().every((pid) => {
+      const stat = procfs.readStat(pid);
+      return stat === null || stat.pgrp !== pgid || stat.state === "Z";
     });
     const flag = path.join(h.tmpDir("c10-"), "go");
     const longMarker = `c10-long-${crypto.randomBytes(4).toString("hex")}`;
@@ -204,6 +194,7 @@ describe("reliability", function () {
         } else if (kind === "exit" || kind === "terminate") {
           // Its box runs (the workload printed its pid), then its thread ends.
           pgid = pgrpOf(await message);
+          if (pgid === null) wrong.push(`worker ${n} (${kind}): its box ended before its group was read`);
           if (kind === "exit") w.postMessage("exit");
           else await w.terminate();
         }

@@ -20,18 +20,7 @@ const leaks = require("./lib/leaks");
 const stress = process.env.KERN_SANDBOX_STRESS === "1";
 const NOBODY = 65534;
 
-function note(msg) {
-  console.log(`      ${msg}`);
-}
-
-/** A private copy of the kern double in dir: its processes are told apart
- * from every other test's by their exe (kern box and kern stop alike). */
-function privateKern(dir) {
-  const k = path.join(dir, "kern");
-  fs.copyFileSync(h.fakeKern(), k);
-  fs.chmodSync(k, 0o755);
-  return k;
-}
+const { note, privateKern } = h;
 
 /** Tasks (threads included, as RLIMIT_NPROC counts them) of a real uid. */
 function tasksOfUid(uid) {

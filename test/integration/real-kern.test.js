@@ -12,6 +12,7 @@ const { spawn, execFileSync } = require("child_process");
 const { isDeepStrictEqual } = require("util");
 const h = require("../lib/harness");
 const leaks = require("../lib/leaks");
+const procfs = require("../lib/procfs");
 
 function findRealKern() {
   const cands = [];
@@ -256,7 +257,7 @@ describe("integration: a real kern", function () {
             return null; // gone meanwhile
           }
         };
-        const session = (pid) => proc(pid, "stat")?.split(") ")[1].split(" ")[3] ?? null;
+        const session = (pid) => procfs.readStat(pid)?.sid ?? null;
         const alive = s.run(["sh", "-c", `${script(marker)}\nsleep 1.5 # ${marker}`]);
         const escaped = () => {
           const pids = h.processesWith(marker);

@@ -6,6 +6,7 @@ const fs = require("fs");
 const os = require("os");
 const path = require("path");
 const { execFileSync } = require("child_process");
+const procfs = require("./procfs");
 
 const repo = path.resolve(__dirname, "..", "..");
 let root = null;
@@ -63,23 +64,22 @@ function tmpDir(prefix = "t-") {
 /** Every process: pid, state letter, parent, session, and its argv. */
 function processes() {
   const out = [];
-  for (const pid of fs.readdirSync("/proc")) {
-    if (!/^\d+$/.test(pid)) continue;
+  for (const pid of procfs.pids()) {
+    const stat = procfs.readStat(pid);
+    if (stat === null) continue; // gone meanwhile
+    let argv;
     try {
-      const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8");
-      const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-      const argv = fs.readFileSync(`/proc/${pid}/cmdline`, "utf8");
-      let exe = null;
-      try {
-        exe = fs.readlinkSync(`/proc/${pid}/exe`);
-      } catch {
-        /* a zombie, or not ours to read */
-      }
-      out.push({ pid: Number(pid), state: fields[0], ppid: Number(fields[1]),
-        sid: Number(fields[3]), argv, exe });
+      argv = fs.readFileSync(`/proc/${pid}/cmdline`, "utf8");
     } catch {
-      /* gone meanwhile */
+      continue; // gone meanwhile
     }
+    let exe = null;
+    try {
+      exe = fs.readlinkSync(`/proc/${pid}/exe`);
+    } catch {
+      /* a zombie, or not ours to read */
+    }
+    out.push({ pid, state: stat.state, ppid: stat.ppid, sid: stat.sid, argv, exe });
   }
   return out;
 }
@@ -140,6 +140,20 @@ function skip(ctx, reason) {
   ctx.skip();
 }
 
+/** Prints a measured figure under the current test's title. */
+function note(msg) {
+  console.log(`      ${msg}`);
+}
+
+/** A private copy of the kern double in dir: its processes (kern box and
+ * kern stop alike) are told apart from every other test's by their exe. */
+function privateKern(dir) {
+  const k = path.join(dir, "kern");
+  fs.copyFileSync(fakeKern(), k);
+  fs.chmodSync(k, 0o755);
+  return k;
+}
+
 /** True when the suite runs on the ASan+UBSan addon (npm run test:asan):
  * everything is several times slower, so pure timing bounds are relaxed. */
 const underSanitizer = process.env.KERN_SANDBOX_BUILD === "Debug";
@@ -193,5 +207,5 @@ function cleanup() {
 module.exports = {
   repo, testRoot, fakeKern, stateDir, recordedArgv, clearState, tmpDir, children,
   processes, processesUsing, processesWith, processesIn, openFds, sleep, waitFor, skip, cleanup,
-  underSanitizer, startWait, mountTmpfs, umount, have, exitOf,
+  underSanitizer, startWait, mountTmpfs, umount, have, exitOf, note, privateKern,
 };

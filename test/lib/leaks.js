@@ -5,6 +5,7 @@
 // test/91.host-faults.test.js and test/92.secret-hygiene.test.js.
 const fs = require("fs");
 const path = require("path");
+const procfs = require("./procfs");
 
 /** Regular files under dirs (recursively, never through a symlink) whose
  * content holds needle; with since (ms), only files modified since then. */
@@ -74,20 +75,17 @@ function readOrNull(file) {
  * where unreadable). */
 function processTable() {
   const out = new Map();
-  for (const name of fs.readdirSync("/proc")) {
-    if (!/^\d+$/.test(name)) continue;
-    const stat = readOrNull(`/proc/${name}/stat`);
+  for (const pid of procfs.pids()) {
+    const stat = procfs.readStat(pid);
     if (stat === null) continue;
-    const s = stat.toString("latin1");
-    const fields = s.slice(s.lastIndexOf(")") + 2).split(" ");
     let exe = null;
     try {
-      exe = fs.readlinkSync(`/proc/${name}/exe`);
+      exe = fs.readlinkSync(`/proc/${pid}/exe`);
     } catch {
       /* a kernel thread, a zombie, or gone */
     }
-    out.set(Number(name), { pid: Number(name), state: fields[0], ppid: Number(fields[1]), exe,
-      argv: readOrNull(`/proc/${name}/cmdline`), environ: readOrNull(`/proc/${name}/environ`) });
+    out.set(pid, { pid, state: stat.state, ppid: stat.ppid, exe,
+      argv: readOrNull(`/proc/${pid}/cmdline`), environ: readOrNull(`/proc/${pid}/environ`) });
   }
   return out;
 }
@@ -95,10 +93,7 @@ function processTable() {
 /** The process's start time in clock ticks since boot (field 22 of stat),
  * or null if it is gone. */
 function startTicks(pid) {
-  const stat = readOrNull(`/proc/${pid}/stat`);
-  if (stat === null) return null;
-  const s = stat.toString("latin1");
-  return Number(s.slice(s.lastIndexOf(")") + 2).split(" ")[19]);
+  return procfs.readStat(pid)?.startTicks ?? null;
 }
 
 /** Sockets of this network namespace that hold a host port or a name
