@@ -36,6 +36,21 @@ function kernErrorLine(stderr) {
   return lines.find((l) => l.startsWith("kern:") && !isKernNoise(l)) || null;
 }
 
+// The prefixes only kern (and the launcher it runs before the box exists)
+// writes when it cannot start a box: 0.1.1's list, plus the pull errors of
+// later kerns. With a kern that never wrote the started bytes these are all
+// that may call a non-zero exit a startup failure, because the workload's own
+// stderr shares the pipe: a program that prints "error: bad input" and exits
+// 1 has a normal result.
+const KERN_STARTUP_PREFIXES = ["kern:", "error: pull:", "error: sandbox:", "error: box:", "error: oci:",
+  "error: image:", "error: curl failed:", "error: registry:", "error: manifest:"];
+
+function kernStartupLine(stderr) {
+  const lines = stderr.split("\n").map((l) => l.trim()).filter(Boolean);
+  return lines.find((l) => l.includes("sandbox setup failed") ||
+    (KERN_STARTUP_PREFIXES.some((p) => l.startsWith(p)) && !isKernNoise(l))) || null;
+}
+
 function exitCodeOf(raw) {
   if (typeof raw.exitCode === "number") return raw.exitCode;
   if (typeof raw.signal === "number") return 128 + raw.signal;
@@ -67,8 +82,11 @@ function classify(raw, ctx) {
     return fault("timeout", "the box ran past kern's own time limit and was terminated (SIGTERM)");
   if (rc === 0 || boxRan) return null;
 
-  const line = kernErrorLine(ctx.stderr);
-  if (line === null && !kernSpeaksStartedFd.has(ctx.kern)) return null;
+  // A kern seen writing the started bytes proves by its silence that no box
+  // ran, so all of stderr is its own; otherwise only its marked lines count.
+  const proven = kernSpeaksStartedFd.has(ctx.kern);
+  const line = proven ? kernErrorLine(ctx.stderr) : kernStartupLine(ctx.stderr);
+  if (line === null && !proven) return null;
   const why = line !== null ? line : `kern exited with status ${rc} before the box started`;
   return fault("startup_failed", escapeControl(why).slice(0, 500));
 }

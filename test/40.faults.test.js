@@ -86,6 +86,31 @@ describe("faults", function () {
         assert.ok(!/warning|note/.test(r.fault.message), r.fault.message);
       });
 
+    it("with a kern never seen writing the started bytes (older kerns), only kern's own " +
+      "prefixes make a startup failure: a workload's 'error:' line and exit 1 is a normal result",
+    async function () {
+      // A copy of the double at a path of its own, run only silent: the
+      // package has never seen this kern speak the started fd.
+      const saved = process.env.KERN_BIN;
+      process.env.KERN_BIN = h.privateKern(h.tmpDir("old-kern-"));
+      try {
+        const image = "fake:no-started";
+        for (const line of ["error: bad input", "error: could not compile `app`", "Error: x"]) {
+          const r = await sh(`echo '${line}' >&2; exit 1`, { image });
+          assert.deepStrictEqual([r.exitCode, r.fault], [1, null], line);
+        }
+        // Positive controls: kern's own lines, with the same silence.
+        const pull = await sh("echo never", { image: "nonexistent:latest" });
+        assert.strictEqual(pull.fault.type, "startup_failed");
+        assert.match(pull.fault.message, /^error: pull: /);
+        const setup = await sh("true", { image: "fake:setup-fail+no-started" });
+        assert.strictEqual(setup.fault.type, "startup_failed");
+        assert.match(setup.fault.message, /^kern: sandbox setup failed/);
+      } finally {
+        process.env.KERN_BIN = saved;
+      }
+    });
+
     it("A42: garbage or a short write on the started fd is classified safely", async function () {
       for (const mode of ["garbage-started", "one-started", "no-started"]) {
         const ok = await sh("echo fine", { image: `fake:${mode}` });
