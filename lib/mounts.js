@@ -65,7 +65,7 @@ function checkHostSource(src, what) {
   try {
     real = fs.realpathSync(src); // resolve symlinks before any comparison
   } catch {
-    throw new MountRefused(`${what} does not exist: ${JSON.stringify(src)}`);
+    throw new MountRefused(`${what} ${JSON.stringify(src)} does not exist: create the directory first`);
   }
   if (/[:\n\r,]/.test(real) || /[\u0000-\u001f]/.test(real))
     throw new MountRefused(

@@ -95,8 +95,10 @@ class Sandbox {
             "syntax cannot carry: point TMPDIR at a directory without them, or pass options.workspace");
       }
     } else {
-      await fs.promises.mkdir(path.resolve(this.#o.workspace), { recursive: true });
-      ws = checkHostSource(path.resolve(this.#o.workspace), "workspace");
+      // As in 0.1.1, the directory must already exist and be given by an
+      // absolute path: it is checked before anything is made, so a refused
+      // path (say one under ~/.ssh) never gets directories created in it.
+      ws = checkHostSource(this.#o.workspace, "workspace");
     }
     try {
       for (const m of this.#o.mounts) {

@@ -4,6 +4,7 @@
 // double: results, the kern command line, the env channel, files.
 const assert = require("assert");
 const fs = require("fs");
+const os = require("os");
 const path = require("path");
 const kern = require("..");
 const { Sandbox, SandboxError, withSandbox, runCode } = kern;
@@ -278,11 +279,11 @@ describe("run", function () {
     });
 
     it("a failing setup throws SandboxError and leaves no workspace", async function () {
-      const before = fs.readdirSync(require("os").tmpdir()).filter((f) => f.startsWith("kern-ws-"));
+      const before = fs.readdirSync(os.tmpdir()).filter((f) => f.startsWith("kern-ws-"));
       await assert.rejects(
         withSandbox({ setup: "echo nope >&2; exit 4" }, async () => assert.fail("must not run")),
         (e) => e instanceof SandboxError && /setup failed \(exit 4\): nope/.test(e.message));
-      const after = fs.readdirSync(require("os").tmpdir()).filter((f) => f.startsWith("kern-ws-"));
+      const after = fs.readdirSync(os.tmpdir()).filter((f) => f.startsWith("kern-ws-"));
       assert.deepStrictEqual(after.filter((f) => !before.includes(f)), []);
     });
 
@@ -312,6 +313,29 @@ describe("run", function () {
 
     it("refuses a sensitive workspace", async function () {
       await assert.rejects(new Sandbox({ workspace: "/etc" }).open(), kern.MountRefused);
+    });
+
+    it("refuses a relative or missing workspace (as 0.1.1 does), and creates nothing on the way, " +
+      "not even under a sensitive tree", async function () {
+      const missing = path.join(h.tmpDir("missing-"), "a", "b");
+      await assert.rejects(new Sandbox({ workspace: missing }).open(),
+        (e) => e instanceof kern.MountRefused && /does not exist: create the directory first/.test(e.message));
+      assert.ok(!fs.existsSync(path.dirname(missing)));
+      await assert.rejects(new Sandbox({ workspace: "ws-relative" }).open(),
+        (e) => e instanceof kern.MountRefused && /must be an absolute host path/.test(e.message));
+      assert.ok(!fs.existsSync(path.resolve("ws-relative")));
+      // A missing path under a sensitive tree: refused, with nothing made
+      // there (the check comes before any mkdir).
+      const ssh = path.join(os.homedir(), ".ssh");
+      const sshExisted = fs.existsSync(ssh);
+      const secret = path.join(ssh, `ks-ws-${process.pid}`, "deep");
+      await assert.rejects(new Sandbox({ workspace: secret }).open(), kern.MountRefused);
+      assert.ok(!fs.existsSync(path.dirname(secret)), `${path.dirname(secret)} was created`);
+      assert.strictEqual(fs.existsSync(ssh), sshExisted, `${ssh} was created`);
+      // Positive control: the same calls succeed once the directory exists.
+      fs.mkdirSync(missing, { recursive: true });
+      await withSandbox({ workspace: missing }, (sbx) => sbx.writeFile("ok.txt", "1"));
+      assert.strictEqual(fs.readFileSync(path.join(missing, "ok.txt"), "utf8"), "1");
     });
   });
 });
