@@ -9,7 +9,12 @@ const { isWellFormed, describe } = require("./options");
 const PATH_MAX = 4095;
 const NAME_MAX = 255;
 
-/** Checks a workspace-relative path; returns it with '.' and '' parts folded. */
+/** Checks a workspace-relative path; returns it with '.', '' and '..'
+ * parts folded. A '..' is folded lexically, as 0.1.1 did ("a/../b" is "b"
+ * whatever "a" is: nothing is ever followed), and refused where it would
+ * climb above the workspace. A leading '/' is refused rather than read as
+ * workspace-relative: writeFile("/workspace/x") in 0.1.1 silently wrote
+ * /workspace/workspace/x (A23 asks for a clear error). */
 function checkRelPath(rel, { allowRoot = false, what = "path" } = {}) {
   if (typeof rel !== "string")
     throw new SandboxError(`${what} must be a string, got ${describe(rel)}`);
@@ -17,11 +22,16 @@ function checkRelPath(rel, { allowRoot = false, what = "path" } = {}) {
   if (!isWellFormed(rel))
     throw new SandboxError(`${what} ${describe(rel)} contains a lone UTF-16 surrogate`);
   if (rel.startsWith("/"))
-    throw new SandboxError(`${what} must be relative to the workspace, got ${describe(rel)}`);
+    throw new SandboxError(`${what} must be relative to the workspace, got ${describe(rel)}: drop ` +
+      "the leading '/' (boxes see the workspace at /workspace)");
   const parts = rel.split("/");
-  if (parts.includes(".."))
-    throw new SandboxError(`path escapes the workspace: ${describe(rel)} (no '..' allowed)`);
-  const kept = parts.filter((p) => p !== "" && p !== ".");
+  const kept = [];
+  for (const p of parts) {
+    if (p === "" || p === ".") continue;
+    if (p !== "..") kept.push(p);
+    else if (kept.pop() === undefined)
+      throw new SandboxError(`path escapes the workspace: ${describe(rel)} ('..' above its top)`);
+  }
   if (kept.length === 0 && !allowRoot)
     throw new SandboxError(`${what} must name a file in the workspace, got ${describe(rel)}`);
   const norm = kept.join("/");
@@ -31,10 +41,11 @@ function checkRelPath(rel, { allowRoot = false, what = "path" } = {}) {
     if (Buffer.byteLength(p) > NAME_MAX)
       throw new SandboxError(`${what} has a component longer than ${NAME_MAX} bytes`);
   }
-  // "x/" and "x/." name the directory x, never a file x: folding the "."
-  // away would write or read x itself.
-  if (!allowRoot && (rel.endsWith("/") || parts[parts.length - 1] === "."))
-    throw new SandboxError(`${what} names a directory (trailing '/' or '/.'), not a file: ${describe(rel)}`);
+  // "x/", "x/." and "x/y/.." name the directory x, never a file x: folding
+  // the last part away would write or read x itself.
+  if (!allowRoot && (rel.endsWith("/") || [".", ".."].includes(parts[parts.length - 1])))
+    throw new SandboxError(`${what} names a directory (it ends in '/', '/.' or '/..'), not a file: ` +
+      describe(rel));
   return norm;
 }
 

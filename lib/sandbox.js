@@ -26,6 +26,13 @@ const RUNNERS = {
   node: { argv0: "node", evalFlag: "-e", ext: "js" }, // -e evaluates; -c only checks syntax
 };
 const PIP_INSTALL = "pip install ";
+// 0.1.1 read these public fields at each call, and these two at open(), so a
+// program may change one between calls (`sbx.timeoutS = 120`): they are
+// validated again, by the constructor's rules, each time they are used.
+// mounts, profiles and egressAllow were fixed by its constructor, as here.
+const CALL_FIELDS = ["image", "memoryMb", "cpus", "pids", "timeoutS", "network", "env",
+  "maxOutputBytes", "onStdout", "onStderr", "enforceLimits", "depsReadonly"];
+const OPEN_FIELDS = ["workspace", "setup"];
 let nextGroup = 1; // each open session is one group of boxes, killed together by close()
 
 class Sandbox {
@@ -38,7 +45,7 @@ class Sandbox {
   #entered = false;
   #opening = null;
   #busy = 0; // workspace operations in flight; the root fd outlives them
-  #kernEnv = null; // kern's environment, fixed when the session opens
+  #kernEnv = new Map(); // kern's environment by enforceLimits, fixed when first needed
   #tmpdir = ""; // for the env-file fallback, fixed when the session opens too
   #group = 0;
   #watch = null; // the engine's view of the workspace, for result.files
@@ -69,6 +76,26 @@ class Sandbox {
     this.#kern = findKern();
   }
 
+  /** The options as the public fields now say, for the fields in `names`. */
+  #current(names) {
+    const now = normalizeOptions(Object.fromEntries(names.map((k) => [k, this[k]])));
+    const o = { ...this.#o };
+    for (const k of names) o[k] = now[k];
+    if (o.egressAllow.length > 0 && o.network)
+      throw new SandboxError("sandbox.network cannot be true on a Sandbox with egressAllow: " +
+        "egressAllow keeps the box on its own network with a domain allowlist");
+    return o;
+  }
+
+  #kernEnvFor(enforceLimits) {
+    let env = this.#kernEnv.get(enforceLimits);
+    if (env === undefined) {
+      env = kernEnv({ enforceLimits, startedFd: binding.STARTED_FD });
+      this.#kernEnv.set(enforceLimits, env);
+    }
+    return env;
+  }
+
   /** Creates or checks the workspace and runs `setup`. */
   async open() {
     if (this.#entered) return this;
@@ -82,9 +109,10 @@ class Sandbox {
   }
 
   async #open() {
+    const o = this.#current([...OPEN_FIELDS, "enforceLimits"]);
     let ws;
     let own = false;
-    if (this.#o.workspace === null) {
+    if (o.workspace === null) {
       ws = await fs.promises.realpath(
         await fs.promises.mkdtemp(path.join(os.tmpdir(), "kern-ws-")));
       own = true;
@@ -98,10 +126,10 @@ class Sandbox {
       // As in 0.1.1, the directory must already exist and be given by an
       // absolute path: it is checked before anything is made, so a refused
       // path (say one under ~/.ssh) never gets directories created in it.
-      ws = checkHostSource(this.#o.workspace, "workspace");
+      ws = checkHostSource(o.workspace, "workspace");
     }
     try {
-      for (const m of this.#o.mounts) {
+      for (const m of o.mounts) {
         // A source the box can write could be swapped for a symlink to /etc
         // between our check and kern's bind (A28).
         if (within(m.src, ws) || within(ws, m.src))
@@ -123,13 +151,14 @@ class Sandbox {
     this.#ws = ws;
     this.#ownWs = own;
     this.#group = nextGroup++;
-    this.#kernEnv = kernEnv({ enforceLimits: this.#o.enforceLimits, startedFd: binding.STARTED_FD });
+    this.#kernEnv.clear();
+    this.#kernEnvFor(o.enforceLimits);
     this.#tmpdir = os.tmpdir();
     this.#entered = true;
     this.#closing = false;
-    if (this.#o.setup) {
+    if (o.setup) {
       try {
-        await this.#runSetup(this.#o.setup);
+        await this.#runSetup(o.setup);
       } catch (e) {
         // Leave nothing behind: open() failed, so no close() will follow.
         await this.#teardown();
@@ -212,8 +241,8 @@ class Sandbox {
     }
   }
 
-  async #depsDirExists(rootfd) {
-    if (!this.#o.depsReadonly) return false;
+  async #depsDirExists(o, rootfd) {
+    if (!o.depsReadonly) return false;
     try {
       const st = await fs.promises.lstat(path.join(this.#ws, DEPS_DIR));
       return st.isDirectory() && rootfd >= 0;
@@ -227,19 +256,19 @@ class Sandbox {
       if (typeof part !== "string" || part.includes("\0"))
         throw new SandboxError("the command and code must be strings with no NUL byte");
     }
-    const o = this.#o;
+    const o = this.#current(CALL_FIELDS);
     return this.#withRoot(async (rootfd) => {
       const name = boxName();
       const { argv, timeoutS } = boxArgv(o, {
         kern: this.#kern, name, workspace: this.#ws, isSetup,
-        depsDirExists: await this.#depsDirExists(rootfd), envFd: binding.ENV_FD, command,
+        depsDirExists: await this.#depsDirExists(o, rootfd), envFd: binding.ENV_FD, command,
       });
       let raw;
       try {
         // One native call: the engine scans the workspace before and after
         // the box on its own thread, spawns, supervises and kills.
-        raw = await binding.run(this.#kern, argv, this.#kernEnv, envFileContent(o.env),
-          this.#tmpdir, [this.#kern, "stop", name], timeoutS * 1000, o.maxOutputBytes,
+        raw = await binding.run(this.#kern, argv, this.#kernEnvFor(o.enforceLimits),
+          envFileContent(o.env), this.#tmpdir, [this.#kern, "stop", name], timeoutS * 1000, o.maxOutputBytes,
           o.onStdout, o.onStderr, this.#watch, this.#group, this.#kernFd);
       } catch (e) {
         if (e.code === "ECANCELED")
@@ -327,6 +356,10 @@ class Sandbox {
     try {
       entries = await this.#withRoot((fd) => binding.wsList(fd, p));
     } catch (e) {
+      // As in 0.1.1, a directory that is not there (yet) has no files: a
+      // missing path, or one that runs into a file. A symlink is still an
+      // error: 0.1.1 followed it out of the workspace.
+      if (e.code === "ENOENT" || e.code === "ENOTDIR") return [];
       throw sandboxErrorFromSystem(`cannot list ${JSON.stringify(subdir)}`, e);
     }
     return entries.map(([file, size]) => ({ path: file, size, change: "created" }));

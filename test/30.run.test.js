@@ -179,6 +179,43 @@ describe("run", function () {
       });
     });
 
+    it("public fields changed between calls take effect at the next call, validated again " +
+      "(0.1.1 read them at each call)", async function () {
+      await withSandbox({ env: { A: "1" } }, async (sbx) => {
+        assert.strictEqual((await sbx.run(["sh", "-c", "echo $A"])).stdout, "1\n");
+        sbx.env.A = "2"; // in place, as 0.1.1 allowed
+        assert.strictEqual((await sbx.run(["sh", "-c", "echo $A"])).stdout, "2\n");
+        Object.assign(sbx, { env: { A: "3" }, image: "alpine:3.20", memoryMb: 64, cpus: 2, pids: null,
+          network: true });
+        assert.strictEqual((await sbx.run(["sh", "-c", "echo $A"])).stdout, "3\n");
+        const argv = lastBoxArgv();
+        assert.strictEqual(flagValue(argv, "--image"), "alpine:3.20");
+        assert.strictEqual(flagValue(argv, "--memory"), "64m");
+        assert.strictEqual(flagValue(argv, "--cpus"), "2");
+        assert.ok(!argv.includes("--pids-limit") && argv.includes("--net"));
+        sbx.timeoutS = 0.3;
+        const slow = await sbx.run(["sh", "-c", "sleep 5"]);
+        assert.strictEqual(slow.fault && slow.fault.type, "timeout");
+        assert.match(slow.fault.message, /0\.3s/);
+        sbx.timeoutS = -1;
+        await assert.rejects(sbx.run(["true"]), (e) => e instanceof kern.SandboxError && /timeoutS/.test(e.message));
+        sbx.timeoutS = 30;
+        sbx.env = { "A=B": "x" };
+        await assert.rejects(sbx.run(["true"]), kern.SandboxError);
+        sbx.env = null;
+        assert.strictEqual((await sbx.run(["sh", "-c", "echo ${A:-unset}"])).stdout, "unset\n");
+        // enforceLimits reaches kern's environment (KERN_NO_SCOPE), both ways.
+        const noScope = async () => (await sbx.runCode("", { language: "bash" })).stderr
+          .split("\n").includes("fake-kern: env KERN_NO_SCOPE=1");
+        sbx.image = "fake:dump";
+        assert.strictEqual(await noScope(), false);
+        sbx.enforceLimits = false;
+        assert.strictEqual(await noScope(), true);
+        sbx.enforceLimits = true;
+        assert.strictEqual(await noScope(), false);
+      });
+    });
+
     it("omits caps that are null", async function () {
       await withSandbox({ memoryMb: null, pids: null }, async (sbx) => {
         await sbx.run(["true"]);
