@@ -271,6 +271,118 @@ describe("reliability", function () {
   });
 });
 
+describe("reliability: a kern frozen in a cgroup (C21)", function () {
+  // A v1 freezer cgroup holds a task in the refrigerator (state D) with a
+  // SIGKILL pending until it is thawed: the one kern a SIGKILL cannot end,
+  // like one stuck in a hung FUSE or NFS mount. Its cgroup is named
+  // ks-freeze-*, not kern-*, so the census does not count it as a box's.
+  const FREEZER = "/sys/fs/cgroup/freezer";
+  let cg = null;
+
+  function makeFreezer(ctx) {
+    if (process.getuid() !== 0) return h.skip(ctx, "needs root to make a freezer cgroup");
+    const dir = path.join(FREEZER, `ks-freeze-${crypto.randomBytes(4).toString("hex")}`);
+    try {
+      fs.mkdirSync(dir);
+      fs.accessSync(path.join(dir, "freezer.state"), fs.constants.W_OK);
+    } catch (e) {
+      return h.skip(ctx, `no writable cgroup-v1 freezer hierarchy at ${FREEZER} (${e.code})`);
+    }
+    cg = dir;
+    return dir;
+  }
+  const freeze = (pid) => {
+    fs.writeFileSync(path.join(cg, "cgroup.procs"), String(pid));
+    fs.writeFileSync(path.join(cg, "freezer.state"), "FROZEN");
+  };
+  const thaw = () => fs.writeFileSync(path.join(cg, "freezer.state"), "THAWED");
+  const kernOf = (marker) => h.processes().find((q) => q.exe === h.fakeKern() && q.argv.includes(marker));
+
+  afterEach(async function () {
+    if (cg === null) return;
+    thaw();
+    await h.waitFor(() => fs.readFileSync(path.join(cg, "cgroup.procs"), "utf8").trim() === "", 5000);
+    fs.rmdirSync(cg);
+    cg = null;
+  });
+
+  it("C21: a frozen kern (SIGKILL pending, state D) past its deadline: its call settles as a " +
+    "timeout; every other box meets its deadline for 16 s (past the 3 s grace and the 10 s " +
+    "helper deadline); once thawed it is reaped", async function () {
+    this.timeout(60000);
+    if (makeFreezer(this) === undefined) return;
+    const marker = `frozen-${crypto.randomBytes(4).toString("hex")}`;
+    await withSandbox({ timeoutS: 1 }, async (sbx) => {
+      const started = Date.now();
+      const frozenRun = sbx.run(["sh", "-c", "while :; do sleep 0.1; done", marker]);
+      assert.ok(await h.waitFor(() => kernOf(marker) !== undefined, h.startWait(3000)), "kern runs");
+      const kern = kernOf(marker).pid;
+      freeze(kern);
+      const r = await frozenRun;
+      const settledMs = Date.now() - started;
+      assert.strictEqual(r.fault && r.fault.type, "timeout");
+      assert.ok(settledMs < 1000 + 3000 + 2000, `the frozen box's call settled after ${settledMs} ms`);
+      // Positive control: SIGKILL really could not end it.
+      assert.strictEqual(procfs.readStat(kern)?.state, "D", "kern is frozen with its SIGKILL pending");
+      // Other boxes, one after another, while it stays frozen.
+      const slow = [];
+      let runs = 0;
+      while (Date.now() - started < 16000) {
+        const t0 = Date.now();
+        const other = await sbx.run(["sh", "-c", `echo ${runs}`]);
+        const ms = Date.now() - t0;
+        if (other.stdout !== `${runs}\n` || ms > 2000) slow.push(`${runs}: ${ms} ms ${JSON.stringify(other.stdout)}`);
+        runs++;
+        await h.sleep(200);
+      }
+      const deadline = await sbx.run(["sh", "-c", "sleep 30"]); // a deadline still fires
+      assert.strictEqual(deadline.fault && deadline.fault.type, "timeout");
+      assert.deepStrictEqual(slow, [], `${runs} runs beside the frozen kern`);
+      assert.strictEqual(procfs.readStat(kern)?.state, "D", "still frozen at the end");
+      note(`C21 (frozen): its call settled after ${settledMs} ms; ${runs} other runs, none late`);
+      thaw();
+      // Reaped by the engine (no zombie of ours), and its workload is gone.
+      assert.ok(await h.waitFor(() => procfs.readStat(kern) === null &&
+        h.processesWith(marker).length === 0, 2000), `left: ${h.processesWith(marker)}`);
+    });
+  });
+
+  it("C21: process.exit() while a kern is frozen ends at once (the frozen kern is waited for " +
+    "by a thread of its own); once thawed, nothing is left", async function () {
+    this.timeout(60000);
+    if (makeFreezer(this) === undefined) return;
+    const marker = `frozen-exit-${crypto.randomBytes(4).toString("hex")}`;
+    const code = `
+      const { withSandbox } = require(${JSON.stringify(h.repo)});
+      withSandbox({ timeoutS: 60 }, (sbx) =>
+        sbx.run(["sh", "-c", "while :; do sleep 0.1; done", ${JSON.stringify(marker)}]));
+      process.once("message", () => process.exit(0));`;
+    const child = spawn(process.execPath, ["-e", code], { stdio: ["ignore", "ignore", "inherit", "ipc"] });
+    const exited = h.exitOf(child);
+    try {
+      assert.ok(await h.waitFor(() => kernOf(marker) !== undefined, h.startWait(5000)), "kern runs");
+      const kern = kernOf(marker).pid;
+      freeze(kern);
+      const t0 = Date.now();
+      child.send("end");
+      const ended = await h.waitFor(() => child.exitCode !== null || child.signalCode !== null, 5000);
+      const ms = Date.now() - t0;
+      assert.ok(ended, "process.exit() waited for the frozen kern");
+      note(`C21 (frozen): process.exit() took ${ms} ms`);
+      assert.strictEqual(procfs.readStat(kern)?.state, "D", "positive control: kern stayed frozen");
+      thaw();
+      assert.ok(await h.waitFor(() => procfs.readStat(kern) === null &&
+        h.processesWith(marker).length === 0, 2000), `left: ${h.processesWith(marker)}`);
+    } finally {
+      if (child.exitCode === null && child.signalCode === null) {
+        if (cg !== null) thaw();
+        child.kill("SIGKILL");
+      }
+      await exited;
+    }
+  });
+});
+
 describe("reliability: the host process ends while boxes run (C9)", function () {
   // Each ending is run by the child when told to, once the test has seen its
   // boxes running (no guess at how long start-up takes, e.g. under ASan).

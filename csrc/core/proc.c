@@ -9,11 +9,14 @@
 #define _GNU_SOURCE
 #include "proc.h"
 
+#include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
@@ -474,16 +477,68 @@ int ks_proc_try_reap(struct ks_proc *p, int *ret_status, struct rusage *ret_usag
   return 1;
 }
 
-void ks_proc_kill_and_reap(struct ks_proc *p) {
+/* Waits, on a thread of its own, for a child that SIGKILL has not ended yet,
+ * then closes its pidfd. The library is pinned in memory (binding.c), so
+ * this code outlives an unloaded addon. */
+static void *ks__reaper_main(void *arg) {
+  struct ks_proc *p = arg;
   int status;
 
-  if (p->reaped)
-    return;
-  /* Group first, while the leader still pins the group id. */
-  (void) ks_proc_signal_group(p, SIGKILL);
-  (void) ks_proc_signal(p, SIGKILL);
+  (void) pthread_setname_np(pthread_self(), "ks-reaper");
   (void) ks__wait(p, 0, &status, NULL);
-  p->reaped = true;
+  ks_close_keep_errno(p->pidfd);
+  free(p);
+  return NULL;
+}
+
+static int ks__reap_detached(struct ks_proc *p) {
+  struct ks_proc *owned = malloc(sizeof *owned);
+  pthread_attr_t attr;
+  pthread_t thread;
+  sigset_t all, old;
+  int r;
+
+  if (owned == NULL)
+    return -ENOMEM;
+  *owned = *p;
+  if (pthread_attr_init(&attr) != 0) {
+    free(owned);
+    return -ENOMEM;
+  }
+  (void) pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+  /* The thread takes none of the process's signals. */
+  sigfillset(&all);
+  (void) pthread_sigmask(SIG_SETMASK, &all, &old);
+  r = pthread_create(&thread, &attr, ks__reaper_main, owned);
+  (void) pthread_sigmask(SIG_SETMASK, &old, NULL);
+  (void) pthread_attr_destroy(&attr);
+  if (r != 0) {
+    free(owned);
+    return -r;
+  }
+  *p = (struct ks_proc) KS_PROC_INIT;
+  return 0;
+}
+
+void ks_proc_kill_and_release(struct ks_proc *p, int wait_ms) {
+  int status;
+
+  if (!p->reaped) {
+    (void) ks_proc_signal_group(p, SIGKILL);
+    (void) ks_proc_signal(p, SIGKILL);
+    if (p->pidfd >= 0 && wait_ms > 0) {
+      struct pollfd pfd = {.fd = p->pidfd, .events = POLLIN};
+      while (poll(&pfd, 1, wait_ms) < 0 && errno == EINTR) {
+      }
+    }
+    /* Still running: a frozen task, or one in uninterruptible sleep, ends
+     * only when the kernel lets it. Leaving it unreaped would make it a
+     * zombie for the life of the process; if no thread can be had for the
+     * wait, that is still better than blocking the caller. */
+    if (ks_proc_try_reap(p, &status, NULL) == 0 && ks__reap_detached(p) == 0)
+      return;
+  }
+  ks_proc_close(p);
 }
 
 void ks_proc_close(struct ks_proc *p) {

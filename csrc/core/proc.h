@@ -68,9 +68,12 @@ int ks_proc_signal_group(struct ks_proc *p, int sig);
  * status) when reaped, 0 if still running, or a negative errno. */
 int ks_proc_try_reap(struct ks_proc *p, int *ret_status, struct rusage *ret_usage);
 
-/* SIGKILLs the child and its group if still unreaped, then waits for it. For
- * teardown paths that must leave nothing behind. */
-void ks_proc_kill_and_reap(struct ks_proc *p);
+/* SIGKILLs the child and its group if still unreaped and reaps it if it
+ * ends within wait_ms; a child that has not (frozen, or in uninterruptible
+ * sleep) is waited for by a detached thread. Never blocks longer than
+ * wait_ms. Leaves *p closed (KS_PROC_INIT). For the supervisor, which must
+ * never stall on one child. */
+void ks_proc_kill_and_release(struct ks_proc *p, int wait_ms);
 
 /* Closes the pidfd. Safe on a half-built or already closed handle. */
 void ks_proc_close(struct ks_proc *p);

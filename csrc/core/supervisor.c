@@ -8,7 +8,9 @@
 #define _GNU_SOURCE
 #include "supervisor.h"
 
+#include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -32,6 +34,9 @@
 #define KS__KILL_GRACE_NS (3 * KS__SEC)
 /* `kern stop` gets this long before it is killed too. */
 #define KS__STOP_DEADLINE_NS (10 * KS__SEC)
+/* At teardown, how long all kerns together get to end after SIGKILL before
+ * the ones left are waited for by their own threads. */
+#define KS__TEARDOWN_WAIT_NS (KS__SEC / 2)
 /* Bytes read from one pipe per wakeup, so one flood cannot starve the rest. */
 #define KS__READ_BUDGET (4u << 20)
 /* A read goes into the output buffer's free tail once that tail holds at
@@ -234,8 +239,7 @@ static void ks__live_unlink(struct ks_sup *sup, struct ks_box *box) {
 static void ks__aux_adopt(struct ks_sup *sup, struct ks_proc *proc, uint64_t deadline_ns) {
   struct ks__aux *a = calloc(1, sizeof *a);
   if (a == NULL) {
-    ks_proc_kill_and_reap(proc);
-    ks_proc_close(proc);
+    ks_proc_kill_and_release(proc, 0);
     return;
   }
   a->proc = *proc;
@@ -244,8 +248,7 @@ static void ks__aux_adopt(struct ks_sup *sup, struct ks_proc *proc, uint64_t dea
   a->watch.kind = KS__W_AUX;
   a->watch.owner = a;
   if (ks__watch_add(sup, a->proc.pidfd, &a->watch) < 0) {
-    ks_proc_kill_and_reap(&a->proc);
-    ks_proc_close(&a->proc);
+    ks_proc_kill_and_release(&a->proc, 0);
     free(a);
     return;
   }
@@ -264,8 +267,9 @@ static void ks__aux_release(struct ks_sup *sup, struct ks__aux *a) {
     a->next->prev = a->prev;
   if (a->proc.pidfd >= 0)
     (void) epoll_ctl(sup->epfd, EPOLL_CTL_DEL, a->proc.pidfd, NULL);
-  ks_proc_kill_and_reap(&a->proc);
-  ks_proc_close(&a->proc);
+  /* A helper past its deadline that SIGKILL cannot end at once is waited
+   * for elsewhere: this thread drains every other box. */
+  ks_proc_kill_and_release(&a->proc, 0);
   free(a);
 }
 
@@ -465,10 +469,9 @@ static void ks__spawn_box(struct ks_sup *sup, struct ks_box *box) {
       r = ks__watch_add(sup, box->proc.pidfd, &box->watch[KS__BOX_PIPES]);
     if (r < 0) {
       ks_err_set(&err, -r, "epoll_ctl", NULL);
-      ks_proc_kill_and_reap(&box->proc);
       if (box->proc.pidfd >= 0)
         (void) epoll_ctl(sup->epfd, EPOLL_CTL_DEL, box->proc.pidfd, NULL);
-      ks_proc_close(&box->proc);
+      ks_proc_kill_and_release(&box->proc, 0);
       for (i = 0; i < KS__BOX_PIPES; i++)
         ks__watch_close(sup, &box->fd[i]);
     }
@@ -616,13 +619,17 @@ static void ks__kill_box(struct ks_sup *sup, struct ks_box *box, uint64_t now, b
   ks__run_stop(sup, box);
 }
 
+/* kern outlived its SIGKILL by the grace period: it is frozen, or stuck in
+ * an uninterruptible sleep (a hung FUSE or NFS mount), and ends only when
+ * the kernel lets it. Its call settles now; a thread of its own waits for
+ * it, so this one never blocks on it. */
 static void ks__abandon_kern(struct ks_sup *sup, struct ks_box *box, uint64_t now) {
   (void) epoll_ctl(sup->epfd, EPOLL_CTL_DEL, box->proc.pidfd, NULL);
   box->exited = true;
   box->res.status_known = false;
   box->res.duration_ns = now - box->start_ns;
   box->drain_deadline_ns = now;
-  ks__aux_adopt(sup, &box->proc, now + KS__STOP_DEADLINE_NS);
+  ks_proc_kill_and_release(&box->proc, 0);
 }
 
 static void ks__finish_box(struct ks_sup *sup, struct ks_box *box) {
@@ -721,7 +728,14 @@ static void ks__dispatch(struct ks_sup *sup, struct ks__watch *w, uint64_t now) 
   }
 }
 
+/* Milliseconds from now until end, 0 once it has passed. */
+static int ks__ms_until(uint64_t end) {
+  uint64_t now = ks__now_ns();
+  return now >= end ? 0 : (int) ((end - now + KS__MS - 1) / KS__MS);
+}
+
 static void ks__teardown(struct ks_sup *sup, struct ks_box *pending) {
+  uint64_t budget_end;
   while (pending != NULL) {
     struct ks_box *next = pending->next;
     struct ks_err err;
@@ -729,12 +743,26 @@ static void ks__teardown(struct ks_sup *sup, struct ks_box *pending) {
     ks__report_spawn_failure(sup, pending, &err);
     pending = next;
   }
+  /* Every kern and helper is killed first, then each is reaped within one
+   * shared budget; any SIGKILL cannot end by then is waited for by a thread
+   * of its own, so a frozen kern never holds up process exit or a Worker's
+   * end. */
+  for (struct ks_box *box = sup->live; box != NULL; box = box->next) {
+    if (!box->exited) {
+      (void) ks_proc_signal_group(&box->proc, SIGKILL);
+      (void) ks_proc_signal(&box->proc, SIGKILL);
+    }
+  }
+  for (struct ks__aux *a = sup->aux; a != NULL; a = a->next) {
+    (void) ks_proc_signal_group(&a->proc, SIGKILL);
+    (void) ks_proc_signal(&a->proc, SIGKILL);
+  }
+  budget_end = ks__now_ns() + KS__TEARDOWN_WAIT_NS;
   while (sup->live != NULL) {
     struct ks_box *box = sup->live;
     if (!box->exited) {
       (void) epoll_ctl(sup->epfd, EPOLL_CTL_DEL, box->proc.pidfd, NULL);
-      ks_proc_kill_and_reap(&box->proc);
-      ks_proc_close(&box->proc);
+      ks_proc_kill_and_release(&box->proc, ks__ms_until(budget_end));
       box->exited = true;
       box->res.status_known = false;
     }
@@ -743,8 +771,18 @@ static void ks__teardown(struct ks_sup *sup, struct ks_box *pending) {
     ks__live_unlink(sup, box);
     ks__after_box(sup, box);
   }
-  while (sup->aux != NULL)
-    ks__aux_release(sup, sup->aux);
+  while (sup->aux != NULL) {
+    struct ks__aux *a = sup->aux;
+    int status;
+    /* Reaped within the budget if it can be; ks__aux_release hands on the rest. */
+    if (a->proc.pidfd >= 0) {
+      struct pollfd pfd = {.fd = a->proc.pidfd, .events = POLLIN};
+      while (poll(&pfd, 1, ks__ms_until(budget_end)) < 0 && errno == EINTR) {
+      }
+    }
+    (void) ks_proc_try_reap(&a->proc, &status, NULL);
+    ks__aux_release(sup, a);
+  }
 }
 
 static void *ks__sup_main(void *arg) {
