@@ -180,6 +180,10 @@ class Sandbox {
     // swapping its directories for symlinks, while it is deleted.
     binding.cancelGroup(this.#group);
     await Promise.allSettled([...this.#inflight]);
+    // Every call of the session has settled, and no later one can submit a
+    // box (#spawn checks #entered just before it does): the engine may stop
+    // checking this group.
+    binding.forgetGroup(this.#group);
     // Its inotify instance and watches go before the tree does.
     if (this.#watch !== null) await binding.wsWatchClose(this.#watch);
     this.#watch = null;
@@ -263,6 +267,10 @@ class Sandbox {
         kern: this.#kern, name, workspace: this.#ws, isSetup,
         depsDirExists: await this.#depsDirExists(o, rootfd), envFd: binding.ENV_FD, command,
       });
+      // The session may have been closed during the awaits above; its group
+      // is then forgotten once its calls settle, so refuse here.
+      if (!this.#entered)
+        throw new SandboxError("the Sandbox was closed before this call's box could start");
       let raw;
       try {
         // One native call: the engine scans the workspace before and after

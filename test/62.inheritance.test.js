@@ -146,6 +146,7 @@ describe("what other processes get (A34, A37, A40)", function () {
 
   describe("A37: descriptors reach no unrelated child", function () {
     let leak = null;
+    let leakPath = null;
     let census = null;
     // What a child_process inherits before any box of this test runs: fds the
     // test process itself inherited without O_CLOEXEC (a CI runner may pass
@@ -164,6 +165,7 @@ describe("what other processes get (A34, A37, A40)", function () {
         .find((d) => fs.existsSync(path.join(d, "node_api.h")));
       if (!inc) return;
       const out = path.join(dir, "fd_leak.node");
+      leakPath = out;
       execFileSync("cc", ["-shared", "-fPIC", "-O2", "-Wall", "-Wextra", "-Werror", `-I${inc}`, "-o", out,
         path.join(h.repo, "test/fixtures/fd-leak.c")], { stdio: "pipe" });
       leak = require(out);
@@ -220,6 +222,60 @@ describe("what other processes get (A34, A37, A40)", function () {
       } finally {
         fds.forEach((fd) => leak.close(fd));
       }
+    });
+
+    it("A37: without close_range (forced fallback), a descriptor leaked above the soft limit " +
+      "(at 19,000, the limit lowered to 1,000 after) reaches neither kern nor the box (positive " +
+      "control: an unrelated child gets it)", async function () {
+      this.timeout(h.startWait(30000));
+      if (leak === null) return h.skip(this, "no C compiler or no Node headers (node_api.h) to build the fd-leak addon");
+      if (census === null) return h.skip(this, "no C compiler for the fd-census helper");
+      if (!h.have("prlimit")) return h.skip(this, "prlimit is not installed");
+      // The fallback's close loop once stopped at the soft limit (at most
+      // 65,536), which says nothing of descriptors opened before the limit
+      // was lowered, or above 65,536 where the limit is higher.
+      const high = 19000;
+      const code = `
+        const leak = require(${JSON.stringify(leakPath)});
+        const { withSandbox } = require(${JSON.stringify(h.repo)});
+        const { execFileSync } = require("child_process");
+        leak.dupTo(leak.open("/dev/null", false), ${high});
+        process.stdout.write("ready\\n");
+        process.stdin.once("data", async () => {
+          const child = execFileSync(${JSON.stringify(census)}, { encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] })
+            .split("\\n").filter(Boolean).map((l) => Number(l.split(" ")[0]));
+          const kern = [];
+          for (let i = 0; i < 2; i++) {
+            const d = await withSandbox({ image: "fake:dump" }, (s) => s.run(["true"]));
+            kern.push(d.stderr.split("\\n").filter((l) => /^fake-kern: fd \\d+ /.test(l))
+              .map((l) => Number(l.split(" ")[2])));
+          }
+          const box = await withSandbox((s) => s.run(["sh", "-c", "ls /proc/$$/fd"]));
+          process.stdout.write(JSON.stringify({ child, kern, box: box.stdout.split("\\n").filter(Boolean) }));
+          process.stdin.destroy();
+        });`;
+      const child = spawn(process.execPath, ["-e", code], { stdio: ["pipe", "pipe", "inherit"],
+        env: { ...process.env, KERN_SANDBOX_FORCE_FALLBACK: "close_range" } });
+      const exited = h.exitOf(child);
+      let out = "";
+      child.stdout.on("data", (d) => (out += d));
+      try {
+        assert.ok(await h.waitFor(() => out.startsWith("ready\n"), h.startWait(5000)), "the child starts");
+        execFileSync("prlimit", [`--pid=${child.pid}`, "--nofile=1000:"]);
+        child.stdin.write("go\n");
+        const [code_] = await exited;
+        assert.strictEqual(code_, 0);
+      } finally {
+        if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+        await exited;
+      }
+      const r = JSON.parse(out.slice("ready\n".length));
+      assert.ok(r.child.includes(high), `positive control: an unrelated child gets ${high}: ${r.child}`);
+      for (const nums of r.kern) {
+        assert.ok(nums.includes(0) && nums.includes(4), `the dump listed kern's fds: ${nums}`);
+        assert.ok(!nums.includes(high), `a leaked fd reached kern: ${nums}`);
+      }
+      assert.deepStrictEqual(r.box, ["0", "1", "2"], "the box's fds");
     });
 
     it("A37: 100 child_process children started while boxes spawn, stream, time out and are " +

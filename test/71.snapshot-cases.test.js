@@ -314,6 +314,8 @@ describe("snapshot and restore: the remaining catalogue cases", function () {
         assert.strictEqual(err.code, "ENOSPC");
         assert.strictEqual(err.errno, -ERRNO.ENOSPC);
         assert.strictEqual(err.syscall, "write");
+        // The workspace is what is full, not the archive: no path names it.
+        assert.ok(err.path === undefined || !err.path.includes("r.tgz"), `path ${err.path}`);
         // Positive control: with the space back, the same archive restores.
         fs.rmSync(path.join(mnt, "filler"));
         s.restore(arc);

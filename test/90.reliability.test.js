@@ -271,6 +271,34 @@ describe("reliability", function () {
   });
 });
 
+describe("reliability: descriptors after the exit hook (C9)", function () {
+  it("C9: a Sandbox closed after the exit hook closed its descriptors closes nothing of " +
+    "anyone else's, though the numbers were reused", function () {
+    this.timeout(h.startWait(20000));
+    // In the child: open a session, run the exit hook's shutdown (as
+    // process.exit() does before later 'exit' listeners), open files that
+    // reuse the freed numbers, close the session, then check those files.
+    const code = `
+      const fs = require("fs");
+      const binding = require(${JSON.stringify(path.join(h.repo, "lib/binding"))});
+      const { Sandbox } = require(${JSON.stringify(h.repo)});
+      (async () => {
+        const sbx = await new Sandbox().open();
+        binding.shutdown();
+        const mine = [];
+        for (let i = 0; i < 8; i++) mine.push(fs.openSync("/dev/null", "r"));
+        await sbx.close();
+        const bad = mine.filter((fd) => { try { fs.fstatSync(fd); return false; } catch { return true; } });
+        process.stdout.write(JSON.stringify({ mine, bad }));
+      })();`;
+    const r = require("child_process").spawnSync(process.execPath, ["-e", code], { encoding: "utf8" });
+    assert.strictEqual(r.status, 0, r.stderr);
+    const { mine, bad } = JSON.parse(r.stdout);
+    assert.strictEqual(mine.length, 8);
+    assert.deepStrictEqual(bad, [], `closed by Sandbox.close(): ${bad} of ${mine}`);
+  });
+});
+
 describe("reliability: a kern frozen in a cgroup (C21)", function () {
   // A v1 freezer cgroup holds a task in the refrigerator (state D) with a
   // SIGKILL pending until it is thawed: the one kern a SIGKILL cannot end,

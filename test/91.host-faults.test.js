@@ -466,6 +466,7 @@ describe("host faults", function () {
       const handles0 = process._getActiveHandles().length;
       const sockets0 = new Set(leaks.listeningSockets().keys());
       const cgroups0 = new Set(leaks.kernCgroups());
+      const groups0 = binding.cancelledGroups();
       assert.deepStrictEqual(h.children(), [], "a clean slate: no child of ours before the run");
 
       const census = () => ({
@@ -480,6 +481,8 @@ describe("host faults", function () {
         secretOnDisk: leaks.secretFiles([tmp, h.stateDir()], secret).length,
         ports: leaks.newListeners(sockets0).length,
         cgroups: leaks.newKernCgroups(cgroups0).length,
+        // Closed sessions the engine still checks every spawn and sweep against.
+        groups: binding.cancelledGroups() - groups0,
       });
       const names = Object.keys(KINDS);
       const counts = Object.fromEntries(names.map((k) => [k, 0]));
@@ -560,7 +563,7 @@ describe("host faults", function () {
       // The census (H5). `kern stop` helpers of the last timeouts may still be
       // finishing: the counts must come back, not be there this instant.
       const zero = { liveBoxes: 0, children: 0, zombies: 0, fds: 0, handles: 0, envMemfds: 0,
-        tmpEntries: 0, kernProcesses: 0, secretOnDisk: 0, ports: 0, cgroups: 0 };
+        tmpEntries: 0, kernProcesses: 0, secretOnDisk: 0, ports: 0, cgroups: 0, groups: 0 };
       await h.waitFor(() => isDeepStrictEqual(census(), zero), 12000, 50);
       const after = census();
       const leakTotal = Object.values(after).reduce((a, b) => a + Math.abs(b), 0);
@@ -576,8 +579,10 @@ describe("host faults", function () {
       // Positive control: the same census sees one leak of each kind made
       // on purpose (a box in flight, a child and its handle, an fd, a temp
       // entry, a kern process, the secret in a file, a port, a box cgroup
-      // where this host lets root make one).
+      // where this host lets root make one, a cancelled group never forgotten).
       const fd = fs.openSync(__filename, "r");
+      const plantedGroup = 2 ** 52; // never a session's: those count up from 1
+      binding.cancelGroup(plantedGroup);
       const listener = spawn("python3", ["-c", "import socket,time; s=socket.socket(); " +
         "s.bind(('127.0.0.1', 0)); s.listen(); time.sleep(30)"], { stdio: "ignore" });
       const cgroup = leaks.boxCgroupPath(`kern-box-d1-${process.pid}`);
@@ -595,11 +600,12 @@ describe("host faults", function () {
           const c = census();
           return c.liveBoxes === 1 && c.children >= 3 && c.kernProcesses >= 2 && c.fds >= 1 &&
             c.handles >= 1 && c.tmpEntries === 2 && c.secretOnDisk === 1 && c.ports === 1 &&
-            c.cgroups === (cgroup === null ? 0 : 1) ? c : null;
+            c.cgroups === (cgroup === null ? 0 : 1) && c.groups === 1 ? c : null;
         }, 5000, 20);
         assert.ok(seen, `the census sees the planted leaks: ${JSON.stringify(census())}`);
       } finally {
         fs.closeSync(fd);
+        binding.forgetGroup(plantedGroup);
         child.kill("SIGKILL");
         listener.kill("SIGKILL");
         if (cgroup !== null) fs.rmdirSync(cgroup);

@@ -68,6 +68,10 @@ export function run(
 
 /** Kills every box of a session's group, now and any that would still start. */
 export function cancelGroup(group: number): void;
+/** Drops a closed session's group once all its calls have settled. */
+export function forgetGroup(group: number): void;
+/** How many cancelled groups the engine still checks (tests). */
+export function cancelledGroups(): number;
 
 /** Boxes currently supervised in this environment. */
 export function liveBoxes(): number;
@@ -79,7 +83,9 @@ export function wsWatch(rootfd: number): WsWatch;
 export function wsWatchClose(watch: WsWatch): Promise<void>;
 
 export function wsOpen(absPath: string): number;
-export function wsClose(fd: number): void;
+/** Closes a descriptor this addon holds (wsOpen, kernOpen); false, closing
+ * nothing, once teardown has closed it (the number may be reused since). */
+export function wsClose(fd: number): boolean;
 export function wsWriteFile(rootfd: number, rel: string, data: Buffer): Promise<void>;
 export function wsReadFile(rootfd: number, rel: string, maxBytes: number): Promise<Buffer>;
 /** Changed files, packed: one object per file would cost the JS thread N-API calls per file. */

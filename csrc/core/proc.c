@@ -9,8 +9,10 @@
 #define _GNU_SOURCE
 #include "proc.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <pthread.h>
 #include <sched.h>
@@ -39,6 +41,7 @@
 
 #define KS__CHILD_STACK_SIZE (64 * 1024)
 #define KS__FALLBACK_FD_LIMIT 65536
+#define KS__FD_SCAN_MARGIN 64
 
 enum ks__child_step {
   KS__STEP_NONE = 0,
@@ -60,7 +63,12 @@ struct ks__child {
   /* Written by the child into our memory (CLONE_VM), read after clone returns. */
   volatile int step;
   volatile int errnum;
+  volatile bool close_range_failed;
 };
+
+/* Set once a child found close_range missing (Linux < 5.9): from then on the
+ * parent sizes the close loop by the descriptors actually open. */
+static _Atomic bool ks__close_range_missing = false;
 
 /* -1 unknown, 0 unsupported, 1 supported */
 static _Atomic int ks__clone_pidfd_support = -1;
@@ -131,6 +139,7 @@ static int ks__child_main(void *arg) {
    * closes it (close-on-exec). */
   if (c->exec_fd < 0) {
     if (!c->use_close_range || ks_sys_close_range((unsigned) plan->nfds, ~0U, 0) < 0) {
+      c->close_range_failed = c->use_close_range;
       for (i = plan->nfds; i < c->fd_limit; i++)
         (void) close(i);
     }
@@ -138,6 +147,7 @@ static int ks__child_main(void *arg) {
              (c->exec_fd > plan->nfds &&
               ks_sys_close_range((unsigned) plan->nfds, (unsigned) c->exec_fd - 1, 0) < 0) ||
              ks_sys_close_range((unsigned) c->exec_fd + 1, ~0U, 0) < 0) {
+    c->close_range_failed = c->use_close_range;
     for (i = plan->nfds; i < c->fd_limit; i++) {
       if (i != c->exec_fd)
         (void) close(i);
@@ -160,12 +170,41 @@ static int ks__child_main(void *arg) {
   ks__child_fail(c, KS__STEP_EXECVE, errno);
 }
 
-static int ks__fd_limit(void) {
+/* Where the child's close loop stops, used only when close_range is
+ * missing or fails: the soft limit, capped for the first spawn (Node raises
+ * it to the hard limit, often 1,048,576, and a loop that long would cost more
+ * than the box); once close_range is known missing, one past the highest
+ * descriptor open now, with a margin for ones other threads open meanwhile.
+ * A descriptor opened without O_CLOEXEC above all of those, in the moment
+ * between this scan and the clone, is the only one this misses. */
+static int ks__fd_limit(bool scan) {
   struct rlimit rl;
-  if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur == RLIM_INFINITY ||
-      rl.rlim_cur > KS__FALLBACK_FD_LIMIT)
-    return KS__FALLBACK_FD_LIMIT;
-  return (int) rl.rlim_cur;
+  int limit = KS__FALLBACK_FD_LIMIT;
+  DIR *d;
+  int dfd;
+
+  if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+      rl.rlim_cur <= KS__FALLBACK_FD_LIMIT)
+    limit = (int) rl.rlim_cur;
+  if (!scan)
+    return limit;
+  dfd = open("/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd < 0)
+    return limit;
+  d = fdopendir(dfd);
+  if (d == NULL) {
+    ks_close_keep_errno(dfd);
+    return limit;
+  }
+  for (struct dirent *e; (e = readdir(d)) != NULL;) {
+    char *end;
+    long fd = strtol(e->d_name, &end, 10);
+    if (*end == '\0' && end != e->d_name && fd >= limit - KS__FD_SCAN_MARGIN &&
+        fd < INT_MAX - KS__FD_SCAN_MARGIN)
+      limit = (int) fd + 1 + KS__FD_SCAN_MARGIN;
+  }
+  (void) closedir(d);
+  return limit;
 }
 
 /* The child's stack, one per spawning thread, kept for the thread's life.
@@ -310,8 +349,9 @@ int ks_proc_spawn(const struct ks_spawn_plan *plan, struct ks_proc *ret_proc,
   memset(&c, 0, sizeof c);
   c.plan = plan;
   c.parent = getpid();
-  c.fd_limit = ks__fd_limit();
-  c.use_close_range = !ks_compat_disabled(KS_FEATURE_CLOSE_RANGE);
+  c.use_close_range =
+      !ks_compat_disabled(KS_FEATURE_CLOSE_RANGE) && !atomic_load(&ks__close_range_missing);
+  c.fd_limit = ks__fd_limit(!c.use_close_range);
   for (i = 0; i < KS_SPAWN_MAX_FDS; i++)
     low_dups[i] = -1;
 
@@ -364,6 +404,8 @@ int ks_proc_spawn(const struct ks_spawn_plan *plan, struct ks_proc *ret_proc,
     ret = ks_err_set(err, errno, "clone", plan->path);
     goto out;
   }
+  if (c.close_range_failed)
+    atomic_store(&ks__close_range_missing, true);
 
   if (c.step != KS__STEP_NONE) {
     /* CLONE_VFORK returned, so the child has already _exit'ed: reap it now

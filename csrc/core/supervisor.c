@@ -993,4 +993,23 @@ int ks_sup_cancel_group(struct ks_sup *sup, uint64_t group) {
   return 0;
 }
 
+void ks_sup_forget_group(struct ks_sup *sup, uint64_t group) {
+  pthread_mutex_lock(&sup->lock);
+  for (size_t i = 0; i < sup->ncancelled; i++) {
+    if (sup->cancelled[i] == group) {
+      sup->cancelled[i] = sup->cancelled[--sup->ncancelled];
+      break;
+    }
+  }
+  pthread_mutex_unlock(&sup->lock);
+}
+
 size_t ks_sup_live_boxes(struct ks_sup *sup) { return atomic_load(&sup->live_count); }
+
+size_t ks_sup_cancelled_groups(struct ks_sup *sup) {
+  size_t n;
+  pthread_mutex_lock(&sup->lock);
+  n = sup->ncancelled;
+  pthread_mutex_unlock(&sup->lock);
+  return n;
+}

@@ -103,11 +103,18 @@ int ks_sup_submit(struct ks_sup *sup, struct ks_box *box);
  * Thread-safe; never blocks on a box. Returns 0 or -ENOMEM. */
 int ks_sup_cancel_group(struct ks_sup *sup, uint64_t group);
 
+/* Drops a cancelled group from the list every spawn and sweep consults,
+ * once the caller knows no box of it is pending, live or still to be
+ * submitted (a closed session whose calls have all settled). Without it the
+ * list, and the sweep's cost, grow with every session a process closes. */
+void ks_sup_forget_group(struct ks_sup *sup, uint64_t group);
+
 /* Kills every live box and helper, reaps them, reports each box through
  * on_done, joins the thread and frees the supervisor. */
 void ks_sup_shutdown(struct ks_sup *sup);
 
 /* Counts for tests and the leak census. */
 size_t ks_sup_live_boxes(struct ks_sup *sup);
+size_t ks_sup_cancelled_groups(struct ks_sup *sup);
 
 #endif

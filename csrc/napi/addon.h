@@ -34,8 +34,10 @@ struct ks_addon {
  * Returns false with an exception pending (out of memory). */
 bool ks_addon_hold(napi_env env, struct ks_addon *addon, int fd, char *own_dir);
 
-/* Forgets fd if held (the caller closes it). */
-void ks_addon_release(struct ks_addon *addon, int fd);
+/* Forgets fd if held (the caller then closes it). Returns false if fd was
+ * not held: teardown has closed it already, and the number may belong to
+ * someone else by now. */
+bool ks_addon_release(struct ks_addon *addon, int fd);
 
 /* At teardown, after the boxes are gone: removes the created workspaces
  * still held and closes every held descriptor. */

@@ -66,14 +66,15 @@ bool ks_addon_hold(napi_env env, struct ks_addon *addon, int fd, char *own_dir) 
   return true;
 }
 
-void ks_addon_release(struct ks_addon *addon, int fd) {
+bool ks_addon_release(struct ks_addon *addon, int fd) {
   for (size_t i = 0; i < addon->nheld; i++) {
     if (addon->held[i].fd == fd) {
       free(addon->held[i].own_dir);
       addon->held[i] = addon->held[--addon->nheld];
-      return;
+      return true;
     }
   }
+  return false;
 }
 
 void ks_addon_drop_held(struct ks_addon *addon) {

@@ -330,22 +330,6 @@ static napi_value ks__fs_value(napi_env env, struct ks__fs_task *t) {
   return NULL;
 }
 
-/* Rejects with the pending exception if there is one, else a plain Error. */
-static void ks__reject_pending(napi_env env, napi_deferred deferred, const char *what) {
-  napi_value value = NULL;
-  napi_value msg = NULL;
-  bool pending = false;
-
-  if (napi_is_exception_pending(env, &pending) == napi_ok && pending &&
-      napi_get_and_clear_last_exception(env, &value) == napi_ok) {
-    (void) napi_reject_deferred(env, deferred, value);
-    return;
-  }
-  (void) napi_create_string_utf8(env, what, NAPI_AUTO_LENGTH, &msg);
-  (void) napi_create_error(env, NULL, msg, &value);
-  (void) napi_reject_deferred(env, deferred, value);
-}
-
 static void ks__fs_settle(napi_env env, struct ks__fs_task *t, napi_status status) {
   napi_value value;
 
@@ -367,7 +351,7 @@ static void ks__fs_settle(napi_env env, struct ks__fs_task *t, napi_status statu
       return;
     }
   }
-  ks__reject_pending(env, t->deferred,
+  ks_napi_reject_pending(env, t->deferred,
                      "kern-sandbox: could not build the file operation result");
 }
 
@@ -379,14 +363,6 @@ static void ks__fs_complete(napi_env env, napi_status status, void *data) {
 }
 
 /* ---- JS thread: requests ---------------------------------------------------- */
-
-static void ks__throw_system(napi_env env, const struct ks_err *err) {
-  napi_value e = ks_napi_system_error(env, err);
-  if (e != NULL)
-    (void) napi_throw(env, e);
-  else
-    ks_napi_throw_last(env);
-}
 
 /* Returns a promise for t: queued, or already rejected with t->err (a
  * failure found while unpacking, such as a bad path). Consumes t. */
@@ -400,11 +376,7 @@ static napi_value ks__fs_start(napi_env env, struct ks__fs_task *t, const char *
     return NULL;
   }
   if (t->result < 0) {
-    napi_value e = ks_napi_system_error(env, &t->err);
-    if (e != NULL)
-      (void) napi_reject_deferred(env, t->deferred, e);
-    else
-      ks__reject_pending(env, t->deferred, "kern-sandbox: could not build the error");
+    ks_napi_reject_system(env, t->deferred, &t->err);
     ks__fs_task_free(env, t);
     return promise;
   }
@@ -413,7 +385,7 @@ static napi_value ks__fs_start(napi_env env, struct ks__fs_task *t, const char *
                              &t->work) != napi_ok ||
       napi_queue_async_work(env, t->work) != napi_ok) {
     ks_napi_throw_last(env);
-    ks__reject_pending(env, t->deferred,
+    ks_napi_reject_pending(env, t->deferred,
                        "kern-sandbox: could not queue the file operation");
     ks__fs_task_free(env, t);
   }
@@ -668,7 +640,7 @@ static int ks__open_or_throw(napi_env env, const char *path, int flags) {
   int fd = open(path, flags);
   if (fd < 0) {
     ks_err_set(&err, errno, "open", path);
-    ks__throw_system(env, &err);
+    ks_napi_throw_system(env, &err);
   }
   return fd;
 }
@@ -726,6 +698,12 @@ static napi_value ks__kern_open(napi_env env, napi_callback_info info) {
 }
 
 /* wsClose(fd) -> undefined. Synchronous. */
+static napi_value ks__boolean(napi_env env, bool v) {
+  napi_value out = NULL;
+  (void) napi_get_boolean(env, v, &out);
+  return out;
+}
+
 static napi_value ks__ws_close(napi_env env, napi_callback_info info) {
   struct ks_addon *addon = NULL;
   napi_value argv[1];
@@ -735,14 +713,19 @@ static napi_value ks__ws_close(napi_env env, napi_callback_info info) {
   if (!ks__get_args(env, info, 1, argv, "wsClose(fd) takes 1 argument") ||
       !ks__get_fd(env, argv[0], &fd))
     return NULL;
-  if (napi_get_instance_data(env, (void **) &addon) == napi_ok && addon != NULL)
-    ks_addon_release(addon, fd);
+  /* Only a descriptor this addon holds: after the exit hook or a Worker's
+   * teardown closed them all, a late Sandbox.close() would otherwise close
+   * whatever reused the number (a file of the program, a libuv handle). */
+  if (napi_get_instance_data(env, (void **) &addon) != napi_ok || addon == NULL ||
+      !ks_addon_release(addon, fd))
+    return ks__boolean(env, false);
   /* EINTR still closes the descriptor on Linux: never retry. */
   if (close(fd) < 0 && errno != EINTR) {
     ks_err_set(&err, errno, "close", NULL);
-    ks__throw_system(env, &err);
+    ks_napi_throw_system(env, &err);
+    return NULL;
   }
-  return NULL;
+  return ks__boolean(env, true);
 }
 
 bool ks_napi_init_fs(napi_env env, napi_value exports) {

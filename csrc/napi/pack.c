@@ -55,18 +55,31 @@ static napi_value ks__ws_snapshot(napi_env env, napi_callback_info info) {
   dirfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
   if (dirfd < 0) {
     ks_err_set(&err, errno, "open", dir);
-    napi_throw(env, ks_napi_system_error(env, &err));
+    ks_napi_throw_system(env, &err);
     goto out;
   }
   r = ks_snapshot_to(rootfd, dirfd, name, errpath, sizeof errpath, &err);
   if (r < 0)
-    napi_throw(env, ks_napi_system_error(env, &err));
+    ks_napi_throw_system(env, &err);
 out:
   if (dirfd >= 0)
     (void) close(dirfd);
   free(dir);
   free(name);
   return NULL;
+}
+
+/* Whether a restore failure is the archive's own: reading or inflating
+ * it, or refusing what it holds (syscall "restore", with the reason). */
+static bool ks__about_archive(const char *syscall) {
+  static const char *const mine[] = {"fstat", "read", "inflate", "inflateInit2", "restore"};
+  if (syscall == NULL)
+    return false;
+  for (size_t i = 0; i < sizeof mine / sizeof mine[0]; i++) {
+    if (strcmp(syscall, mine[i]) == 0)
+      return true;
+  }
+  return false;
 }
 
 /* wsRestore(rootfd, srcPath): an archive refusal throws an error that also
@@ -90,7 +103,7 @@ static napi_value ks__ws_restore(napi_env env, napi_callback_info info) {
   fd = open(src, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) {
     ks_err_set(&err, errno, "open", src);
-    napi_throw(env, ks_napi_system_error(env, &err));
+    ks_napi_throw_system(env, &err);
     free(src);
     return NULL;
   }
@@ -99,7 +112,10 @@ static napi_value ks__ws_restore(napi_env env, napi_callback_info info) {
   if (r < 0) {
     napi_value e;
     napi_value v;
-    if (err.path == NULL)
+    /* The archive's path only where the archive is what failed: a failure
+     * in the workspace (ENOSPC while writing a member) is not the
+     * snapshot file's, and says so by having no path. */
+    if (err.path == NULL && ks__about_archive(err.syscall))
       err.path = src;
     e = ks_napi_system_error(env, &err);
     if (e != NULL && rep.message[0] != '\0') {
@@ -112,7 +128,9 @@ static napi_value ks__ws_restore(napi_env env, napi_callback_info info) {
         (void) ks_napi_set(env, e, "committing", v);
     }
     if (e != NULL)
-      napi_throw(env, e);
+      (void) napi_throw(env, e);
+    else
+      ks_napi_throw_last(env);
   }
   free(src);
   return NULL;

@@ -31,6 +31,11 @@ struct ks__run {
   struct ks_text text[2];
   bool decoded[2];
   bool ascii[2]; /* found by ks__decode_output: wrap the bytes as they are */
+  /* The message that hands the finished box to the JS thread, allocated
+   * with the run: if it could fail at the end, the promise would never
+   * settle, and freeing the run there would free it under its chunks still
+   * queued for the JS thread. */
+  struct ks__msg *done;
 };
 
 enum ks__msg_kind { KS__MSG_CHUNK, KS__MSG_DONE };
@@ -56,6 +61,7 @@ static void ks__run_free(napi_env env, struct ks__run *run) {
     if (run->decoded[i])
       free(run->text[i].data);
   }
+  free(run->done);
   free(run);
 }
 
@@ -147,22 +153,22 @@ static void ks__decode_output(struct ks__run *run, struct ks_box *box) {
 
 static void ks__on_done(void *ctx, struct ks_box *box) {
   struct ks_addon *addon = ctx;
-  struct ks__msg *msg = malloc(sizeof *msg);
+  struct ks__run *run = ks_box_user(box);
+  struct ks__msg *msg = run->done;
 
-  ks__decode_output(ks_box_user(box), box);
-
-  if (msg != NULL) {
-    msg->kind = KS__MSG_DONE;
-    msg->run = ks_box_user(box);
-    msg->box = box;
-    msg->len = 0;
-    if (napi_call_threadsafe_function(addon->tsfn, msg, napi_tsfn_nonblocking) == napi_ok)
-      return;
-    free(msg);
-  }
-  /* The environment is closing (or memory is gone): nobody is left to
-   * settle the promise, so only free what C owns. */
-  ks__run_free(NULL, ks_box_user(box));
+  ks__decode_output(run, box);
+  run->done = NULL; /* the message owns itself from here */
+  msg->kind = KS__MSG_DONE;
+  msg->run = run;
+  msg->box = box;
+  msg->len = 0;
+  if (napi_call_threadsafe_function(addon->tsfn, msg, napi_tsfn_nonblocking) == napi_ok)
+    return;
+  /* The environment is closing: nobody is left to settle the promise, and
+   * chunks still queued reach ks__call_js without an env, which never
+   * touches their run. Only what C owns is freed. */
+  free(msg);
+  ks__run_free(NULL, run);
   ks_box_free(box);
 }
 
@@ -291,8 +297,7 @@ static napi_value ks__result_object(napi_env env, struct ks__run *run, struct ks
 
 static void ks__settle(napi_env env, struct ks__run *run, struct ks_box *box) {
   struct ks_box_result *res = ks_box_result(box);
-  napi_value value = NULL;
-  bool pending = false;
+  napi_value value;
 
   if (res->spawn_errnum != 0) {
     struct ks_err err = {
@@ -300,29 +305,14 @@ static void ks__settle(napi_env env, struct ks__run *run, struct ks_box *box) {
     /* Only execve failures are about kern's path; the rest are resources. */
     if (res->spawn_syscall != NULL && strcmp(res->spawn_syscall, "execve") == 0)
       err.path = ks_box_request_path(box);
-    value = ks_napi_system_error(env, &err);
-    if (value != NULL) {
-      (void) napi_reject_deferred(env, run->deferred, value);
-      return;
-    }
-  } else {
-    value = ks__result_object(env, run, box);
-    if (value != NULL) {
-      (void) napi_resolve_deferred(env, run->deferred, value);
-      return;
-    }
-  }
-  /* Building the value failed: reject with whatever went wrong. */
-  if (napi_is_exception_pending(env, &pending) == napi_ok && pending &&
-      napi_get_and_clear_last_exception(env, &value) == napi_ok) {
-    (void) napi_reject_deferred(env, run->deferred, value);
+    ks_napi_reject_system(env, run->deferred, &err);
     return;
   }
-  napi_value msg = NULL;
-  (void) napi_create_string_utf8(env, "kern-sandbox: could not build the run result",
-                                 NAPI_AUTO_LENGTH, &msg);
-  (void) napi_create_error(env, NULL, msg, &value);
-  (void) napi_reject_deferred(env, run->deferred, value);
+  value = ks__result_object(env, run, box);
+  if (value != NULL)
+    (void) napi_resolve_deferred(env, run->deferred, value);
+  else
+    ks_napi_reject_pending(env, run->deferred, "kern-sandbox: could not build the run result");
 }
 
 static void ks__deliver_chunk(napi_env env, struct ks__msg *msg) {
@@ -470,8 +460,10 @@ static bool ks__get_request(napi_env env, napi_value *argv, struct ks_box_reques
     ks_napi_throw_last(env);
     return false;
   }
-  /* The facade validated these; re-check only what protects the casts. */
-  if (!(timeout_ms > 0 && timeout_ms <= 1e15) || !(cap >= 0 && cap <= 9007199254740991.0)) {
+  /* The facade validated these; re-check only what protects the casts:
+   * 1e13 ms is 1e19 ns, within uint64_t with room for the deadline's sum
+   * (the facade allows 2^31 - 1 s, about 2.1e12 ms). */
+  if (!(timeout_ms > 0 && timeout_ms <= 1e13) || !(cap >= 0 && cap <= 9007199254740991.0)) {
     napi_throw_range_error(env, "ERR_OUT_OF_RANGE", "kern-sandbox: timeout or cap out of range");
     return false;
   }
@@ -527,7 +519,7 @@ static bool ks__get_request(napi_env env, napi_value *argv, struct ks_box_reques
         struct ks_err err;
         req->exec_fd = 0;
         ks_err_set(&err, errno, "fcntl", req->path);
-        napi_throw(env, ks_napi_system_error(env, &err));
+        ks_napi_throw_system(env, &err);
         return false;
       }
     }
@@ -560,6 +552,11 @@ static napi_value ks__run(napi_env env, napi_callback_info info) {
     goto fail;
   }
   run->addon = addon;
+  run->done = malloc(sizeof *run->done);
+  if (run->done == NULL) {
+    napi_throw_error(env, "ENOMEM", "kern-sandbox: out of memory");
+    goto fail;
+  }
   for (int s = 0; s < 2; s++) {
     if (req.stream[s])
       KS_NAPI_CALL_GOTO(env, napi_create_reference(env, argv[8 + s], 1, &run->cb[s]), fail);
@@ -567,7 +564,7 @@ static napi_value ks__run(napi_env env, napi_callback_info info) {
 
   ks_err_clear(&err);
   if (ks__ensure_supervisor(env, addon, &err) < 0) {
-    napi_throw(env, ks_napi_system_error(env, &err));
+    ks_napi_throw_system(env, &err);
     goto fail;
   }
   box = ks_box_new(&req, run);
@@ -578,7 +575,7 @@ static napi_value ks__run(napi_env env, napi_callback_info info) {
   KS_NAPI_CALL_GOTO(env, napi_create_promise(env, &run->deferred, &promise), fail);
   if (ks_sup_submit(addon->sup, box) < 0) {
     ks_err_set(&err, ECANCELED, "spawn", NULL);
-    (void) napi_reject_deferred(env, run->deferred, ks_napi_system_error(env, &err));
+    ks_napi_reject_system(env, run->deferred, &err);
     ks_box_free(box);
     ks__run_free(env, run);
     return promise;
@@ -621,42 +618,81 @@ static napi_value ks__shutdown(napi_env env, napi_callback_info info) {
   return NULL;
 }
 
+/* The group argument of cancelGroup and forgetGroup. */
+static bool ks__group_arg(napi_env env, napi_callback_info info, struct ks_addon **addon,
+                          uint64_t *group) {
+  size_t argc = 1;
+  napi_value argv[1];
+  double g;
+
+  if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok ||
+      napi_get_instance_data(env, (void **) addon) != napi_ok) {
+    ks_napi_throw_last(env);
+    return false;
+  }
+  if (argc != 1 || napi_get_value_double(env, argv[0], &g) != napi_ok || !(g > 0) ||
+      !(g <= 9007199254740991.0)) {
+    napi_throw_type_error(env, "ERR_INVALID_ARG_TYPE", "kern-sandbox: a group is a number > 0");
+    return false;
+  }
+  *group = (uint64_t) g;
+  return true;
+}
+
 /* cancelGroup(group): kills every box of a closing session. */
 static napi_value ks__cancel_group(napi_env env, napi_callback_info info) {
   struct ks_addon *addon;
-  size_t argc = 1;
-  napi_value argv[1];
-  double group;
+  uint64_t group;
 
-  KS_NAPI_CALL(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
-  KS_NAPI_CALL(env, napi_get_instance_data(env, (void **) &addon));
-  if (argc != 1 || napi_get_value_double(env, argv[0], &group) != napi_ok || !(group > 0)) {
-    napi_throw_type_error(env, "ERR_INVALID_ARG_TYPE", "cancelGroup(group) takes a number > 0");
+  if (!ks__group_arg(env, info, &addon, &group))
     return NULL;
-  }
-  if (addon->sup != NULL && ks_sup_cancel_group(addon->sup, (uint64_t) group) < 0)
+  if (addon->sup != NULL && ks_sup_cancel_group(addon->sup, group) < 0)
     napi_throw_error(env, "ENOMEM", "kern-sandbox: out of memory");
   return NULL;
 }
 
+/* forgetGroup(group): the closed session's calls have all settled. */
+static napi_value ks__forget_group(napi_env env, napi_callback_info info) {
+  struct ks_addon *addon;
+  uint64_t group;
+
+  if (!ks__group_arg(env, info, &addon, &group))
+    return NULL;
+  if (addon->sup != NULL)
+    ks_sup_forget_group(addon->sup, group);
+  return NULL;
+}
+
+/* cancelledGroups(): for the tests, that closed sessions are forgotten. */
+static napi_value ks__cancelled_groups(napi_env env, napi_callback_info info) {
+  struct ks_addon *addon;
+  napi_value out;
+  (void) info;
+  KS_NAPI_CALL(env, napi_get_instance_data(env, (void **) &addon));
+  KS_NAPI_CALL(env, napi_create_double(
+                        env, addon->sup != NULL ? (double) ks_sup_cancelled_groups(addon->sup) : 0,
+                        &out));
+  return out;
+}
+
 bool ks_napi_init_run(napi_env env, napi_value exports) {
+  static const struct {
+    const char *name;
+    napi_callback cb;
+  } fns[] = {
+      {"cancelGroup", ks__cancel_group}, {"forgetGroup", ks__forget_group},
+      {"cancelledGroups", ks__cancelled_groups}, {"run", ks__run},
+      {"shutdown", ks__shutdown}, {"liveBoxes", ks__live_boxes},
+  };
   napi_value fn;
   napi_value v;
 
-  if (napi_create_function(env, "cancelGroup", NAPI_AUTO_LENGTH, ks__cancel_group, NULL, &fn) !=
-          napi_ok ||
-      !ks_napi_set(env, exports, "cancelGroup", fn))
-    return false;
-  if (napi_create_function(env, "run", NAPI_AUTO_LENGTH, ks__run, NULL, &fn) != napi_ok ||
-      !ks_napi_set(env, exports, "run", fn))
-    return false;
-  if (napi_create_function(env, "shutdown", NAPI_AUTO_LENGTH, ks__shutdown, NULL, &fn) != napi_ok ||
-      !ks_napi_set(env, exports, "shutdown", fn))
-    return false;
-  if (napi_create_function(env, "liveBoxes", NAPI_AUTO_LENGTH, ks__live_boxes, NULL, &fn) !=
-          napi_ok ||
-      !ks_napi_set(env, exports, "liveBoxes", fn))
-    return false;
+  for (size_t i = 0; i < sizeof fns / sizeof fns[0]; i++) {
+    if (napi_create_function(env, fns[i].name, NAPI_AUTO_LENGTH, fns[i].cb, NULL, &fn) !=
+            napi_ok ||
+        !ks_napi_set(env, exports, fns[i].name, fn))
+      return false;
+  }
   if (napi_create_int32(env, KS_BOX_STARTED_FD, &v) != napi_ok ||
       !ks_napi_set(env, exports, "STARTED_FD", v))
     return false;

@@ -56,6 +56,37 @@ napi_value ks_napi_system_error(napi_env env, const struct ks_err *err) {
   return error;
 }
 
+void ks_napi_throw_system(napi_env env, const struct ks_err *err) {
+  napi_value e = ks_napi_system_error(env, err);
+  if (e != NULL)
+    (void) napi_throw(env, e);
+  else
+    ks_napi_throw_last(env);
+}
+
+void ks_napi_reject_pending(napi_env env, napi_deferred deferred, const char *what) {
+  napi_value value = NULL;
+  napi_value msg = NULL;
+  bool pending = false;
+
+  if (napi_is_exception_pending(env, &pending) == napi_ok && pending &&
+      napi_get_and_clear_last_exception(env, &value) == napi_ok) {
+    (void) napi_reject_deferred(env, deferred, value);
+    return;
+  }
+  (void) napi_create_string_utf8(env, what, NAPI_AUTO_LENGTH, &msg);
+  (void) napi_create_error(env, NULL, msg, &value);
+  (void) napi_reject_deferred(env, deferred, value);
+}
+
+void ks_napi_reject_system(napi_env env, napi_deferred deferred, const struct ks_err *err) {
+  napi_value e = ks_napi_system_error(env, err);
+  if (e != NULL)
+    (void) napi_reject_deferred(env, deferred, e);
+  else
+    ks_napi_reject_pending(env, deferred, "kern-sandbox: could not build the error");
+}
+
 char *ks_napi_get_string(napi_env env, napi_value value, size_t *ret_len) {
   size_t len = 0;
   char *buf;

@@ -34,6 +34,18 @@ void ks_napi_throw_last(napi_env env);
  * and the message "ENOENT: no such file or directory, openat 'x'". */
 napi_value ks_napi_system_error(napi_env env, const struct ks_err *err);
 
+/* Throws ks_napi_system_error(err); if that cannot be built, whatever went
+ * wrong instead (never nothing: a failed build must not pass for success). */
+void ks_napi_throw_system(napi_env env, const struct ks_err *err);
+
+/* Rejects deferred with the pending exception if there is one, else with a
+ * plain Error saying `what`. */
+void ks_napi_reject_pending(napi_env env, napi_deferred deferred, const char *what);
+
+/* Rejects deferred with ks_napi_system_error(err), or as
+ * ks_napi_reject_pending if that cannot be built (a promise always settles). */
+void ks_napi_reject_system(napi_env env, napi_deferred deferred, const struct ks_err *err);
+
 /* Copies a JS string into a new NUL-terminated UTF-8 buffer (free() it).
  * Throws a TypeError and returns NULL if value is not a string. */
 char *ks_napi_get_string(napi_env env, napi_value value, size_t *ret_len);

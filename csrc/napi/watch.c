@@ -40,7 +40,7 @@ static napi_value ks__ws_watch(napi_env env, napi_callback_info info) {
   dup = fcntl(fd, F_DUPFD_CLOEXEC, 3);
   if (dup < 0) {
     ks_err_set(&err, errno, "fcntl", NULL);
-    napi_throw(env, ks_napi_system_error(env, &err));
+    ks_napi_throw_system(env, &err);
     return NULL;
   }
   h = calloc(1, sizeof *h);
