@@ -18,6 +18,13 @@ try {
   throw err;
 }
 
+// Test switches, read here under Node's environment lock (the addon never
+// calls getenv): KERN_SANDBOX_FORCE_FALLBACK takes the fallback paths a
+// modern kernel does not need, KERN_SANDBOX_TRACKER=0 turns off the inotify
+// change tracker (README, "How this differs").
+binding.configure(process.env.KERN_SANDBOX_FORCE_FALLBACK ?? "",
+  process.env.KERN_SANDBOX_TRACKER ?? "");
+
 // process.exit() and an uncaught exception end the process without the
 // environment teardown that kills boxes and removes the workspaces sessions
 // created (C9): do it here, synchronously, as the process goes.

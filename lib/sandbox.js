@@ -276,8 +276,8 @@ class Sandbox {
         // One native call: the engine scans the workspace before and after
         // the box on its own thread, spawns, supervises and kills.
         raw = await binding.run(this.#kern, argv, this.#kernEnvFor(o.enforceLimits),
-          envFileContent(o.env), this.#tmpdir, [this.#kern, "stop", name], timeoutS * 1000, o.maxOutputBytes,
-          o.onStdout, o.onStderr, this.#watch, this.#group, this.#kernFd);
+          envFileContent(o.env), this.#tmpdir, [this.#kern, "stop", name], timeoutS * 1000,
+          o.maxOutputBytes, o.onStdout, o.onStderr, this.#watch, this.#group, this.#kernFd);
       } catch (e) {
         if (e.code === "ECANCELED")
           throw new SandboxError("the Sandbox was closed before this call's box could start");

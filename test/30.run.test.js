@@ -84,6 +84,48 @@ describe("run", function () {
     assert.strictEqual(r.stderr, "boom\n");
   });
 
+  it("KERN_SANDBOX_TRACKER=0 (full scans, no inotify) reports the same files as the tracker",
+    function () {
+      this.timeout(h.startWait(20000));
+      // In a child, because the switch is read once, when the addon loads.
+      const code = `
+        const fs = require("fs");
+        const { withSandbox } = require(${JSON.stringify(h.repo)});
+        withSandbox(async (sbx) => {
+          await sbx.writeFile("keep.txt", "1");
+          await sbx.writeFile("mod.txt", "1");
+          const a = await sbx.run(["sh", "-c", "mkdir -p sub && printf abc > sub/new.txt && " +
+            "printf 12345 > mod.txt && mkdir -p .deps && echo x > .deps/ignored"]);
+          const b = await sbx.run(["sh", "-c", "printf 1234 > sub/new.txt && mv mod.txt moved.txt"]);
+          const inotify = fs.readdirSync("/proc/self/fd").filter((fd) => {
+            try { return fs.readlinkSync("/proc/self/fd/" + fd) === "anon_inode:inotify"; } catch { return false; }
+          }).length;
+          process.stdout.write(JSON.stringify({ a: a.files, b: b.files, inotify }));
+        });`;
+      const runWith = (tracker) => {
+        const env = { ...process.env };
+        if (tracker === null) delete env.KERN_SANDBOX_TRACKER;
+        else env.KERN_SANDBOX_TRACKER = tracker;
+        const r = require("child_process").spawnSync(process.execPath, ["-e", code], { env, encoding: "utf8" });
+        assert.strictEqual(r.status, 0, r.stderr);
+        return JSON.parse(r.stdout);
+      };
+      const scans = runWith("0");
+      const tracked = runWith(null);
+      assert.deepStrictEqual(scans.a, [
+        { path: "mod.txt", size: 5, change: "modified" },
+        { path: "sub/new.txt", size: 3, change: "created" },
+      ]);
+      assert.deepStrictEqual(scans.b, [
+        { path: "moved.txt", size: 5, change: "created" },
+        { path: "sub/new.txt", size: 4, change: "modified" },
+      ]);
+      assert.deepStrictEqual({ a: tracked.a, b: tracked.b }, { a: scans.a, b: scans.b });
+      // Positive control: the switch took; only the tracker holds an inotify instance.
+      assert.strictEqual(scans.inotify, 0);
+      assert.ok(tracked.inotify >= 1, `the tracker's inotify instance: ${tracked.inotify}`);
+    });
+
   it("reports created and modified files with sizes", async function () {
     await withSandbox(async (sbx) => {
       await sbx.writeFile("keep.txt", "1");

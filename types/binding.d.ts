@@ -67,6 +67,9 @@ export function run(
 ): Promise<RawRunResult>;
 
 /** Kills every box of a session's group, now and any that would still start. */
+/** Test switches from process.env (KERN_SANDBOX_FORCE_FALLBACK, KERN_SANDBOX_TRACKER), read
+ * by lib/binding.js: the addon itself never calls getenv(). */
+export function configure(forceFallback: string, tracker: string): void;
 export function cancelGroup(group: number): void;
 /** Drops a closed session's group once all its calls have settled. */
 export function forgetGroup(group: number): void;

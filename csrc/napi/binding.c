@@ -11,10 +11,19 @@
 #include "../core/wswatch.h"
 #include "addon.h"
 
-/* KERN_SANDBOX_FORCE_FALLBACK=openat2,clone_pidfd,close_range,memfd,pidfd_pgrp makes the
- * addon behave as if the kernel lacked those interfaces, so the tests can
- * exercise every fallback path on a modern kernel. */
-static void ks__read_forced_fallbacks(void) {
+/* configure(forceFallback, tracker), called by lib/binding.js with
+ * process.env's values: read there, under Node's own environment lock, not
+ * with getenv() here, which would race with a main thread writing
+ * process.env while a Worker loads the addon.
+ *
+ * forceFallback (KERN_SANDBOX_FORCE_FALLBACK): a list such as
+ * "openat2,clone_pidfd,close_range,memfd,pidfd_pgrp", or "all": the addon
+ * behaves as if the kernel lacked those interfaces, so the tests can run
+ * every fallback path on a modern kernel. tracker (KERN_SANDBOX_TRACKER):
+ * "0" turns off the per-call change tracking from inotify events, for a full
+ * scan before and after every call (for comparison, and for file systems
+ * that raise no inotify events). */
+static napi_value ks__configure(napi_env env, napi_callback_info info) {
   static const struct {
     const char *name;
     unsigned feature;
@@ -25,16 +34,30 @@ static void ks__read_forced_fallbacks(void) {
       {"memfd", KS_FEATURE_MEMFD},
       {"pidfd_pgrp", KS_FEATURE_PIDFD_PGRP},
   };
-  const char *v = getenv("KERN_SANDBOX_FORCE_FALLBACK");
+  size_t argc = 2;
+  napi_value argv[2];
+  char *fallback;
+  char *tracker;
   unsigned features = 0;
 
-  if (v == NULL)
-    return;
-  for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
-    if (strstr(v, table[i].name) != NULL || strcmp(v, "all") == 0)
-      features |= table[i].feature;
+  KS_NAPI_CALL(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  if (argc != 2) {
+    napi_throw_type_error(env, "ERR_INVALID_ARG_TYPE", "configure(forceFallback, tracker)");
+    return NULL;
   }
-  ks_compat_disable(features);
+  fallback = ks_napi_get_string(env, argv[0], NULL);
+  tracker = fallback != NULL ? ks_napi_get_string(env, argv[1], NULL) : NULL;
+  if (tracker != NULL) {
+    for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
+      if (strstr(fallback, table[i].name) != NULL || strcmp(fallback, "all") == 0)
+        features |= table[i].feature;
+    }
+    ks_compat_disable(features);
+    ks_ws_watch_enable_tracking(strcmp(tracker, "0") != 0);
+  }
+  free(fallback);
+  free(tracker);
+  return NULL;
 }
 
 /* Keeps this library mapped for the life of the process. When a Worker that
@@ -127,13 +150,14 @@ static napi_value ks__init(napi_env env, napi_value exports) {
   }
   KS_NAPI_CALL(env, napi_add_env_cleanup_hook(env, ks__env_cleanup, addon));
   ks__pin_library();
-  ks__read_forced_fallbacks();
   {
-    /* Per-call change tracking from inotify events; KERN_SANDBOX_TRACKER=0
-     * falls back to a full scan before and after every call (for
-     * comparison, and for file systems that raise no inotify events). */
-    const char *tracker = getenv("KERN_SANDBOX_TRACKER");
-    ks_ws_watch_enable_tracking(tracker == NULL || strcmp(tracker, "0") != 0);
+    napi_value fn;
+    if (napi_create_function(env, "configure", NAPI_AUTO_LENGTH, ks__configure, NULL, &fn) !=
+            napi_ok ||
+        !ks_napi_set(env, exports, "configure", fn)) {
+      ks_napi_throw_last(env);
+      return NULL;
+    }
   }
   if (!ks_napi_init_run(env, exports)) {
     ks_napi_throw_last(env);
