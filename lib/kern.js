@@ -5,7 +5,7 @@
 const fs = require("fs");
 const path = require("path");
 const crypto = require("crypto");
-const { SandboxError } = require("./errors");
+const { SandboxError, sandboxErrorFromSystem } = require("./errors");
 const { BOX_WORKSPACE } = require("./mounts");
 const binding = require("./binding");
 
@@ -86,7 +86,8 @@ function openKern(file) {
   try {
     fd = binding.kernOpen(file);
   } catch (e) {
-    throw new SandboxError(`kern ${JSON.stringify(file)} cannot be opened (${e.code}); ${HOW_TO_GET_KERN}`);
+    // Its code, errno, syscall and path come along (sandboxErrorFromSystem).
+    throw sandboxErrorFromSystem(`kern ${JSON.stringify(file)} cannot be opened; ${HOW_TO_GET_KERN}`, e);
   }
   let problem;
   try {

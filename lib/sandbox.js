@@ -10,7 +10,8 @@ const crypto = require("crypto");
 const binding = require("./binding");
 const { normalizeOptions, describe } = require("./options");
 const { checkHostSource, within } = require("./mounts");
-const { findKern, openKern, kernEnv, boxName, boxArgv, envFileContent, DEPS_DIR } = require("./kern");
+const { findKern, openKern, boxName, boxArgv, envFileContent, DEPS_DIR } = require("./kern");
+const { Session } = require("./session");
 const { classify, exitCodeOf } = require("./faults");
 const { ExecutionResult } = require("./result");
 const { unpackChanges } = require("./changes");
@@ -33,24 +34,34 @@ const PIP_INSTALL = "pip install ";
 const CALL_FIELDS = ["image", "memoryMb", "cpus", "pids", "timeoutS", "network", "env",
   "maxOutputBytes", "onStdout", "onStderr", "enforceLimits", "depsReadonly"];
 const OPEN_FIELDS = ["workspace", "setup"];
-let nextGroup = 1; // each open session is one group of boxes, killed together by close()
+
+/** A new temporary workspace under TMPDIR, by its real path. */
+async function makeTempWorkspace() {
+  let ws;
+  try {
+    ws = await fs.promises.realpath(
+      await fs.promises.mkdtemp(path.join(os.tmpdir(), "kern-ws-")));
+  } catch (e) {
+    throw sandboxErrorFromSystem(`cannot create a temporary workspace in ` +
+      `${JSON.stringify(os.tmpdir())} (point TMPDIR at a writable directory, or pass ` +
+      "options.workspace)", e);
+  }
+  if (/[:\n\r,]/.test(ws)) {
+    await fs.promises.rmdir(ws);
+    throw new SandboxError(
+      `the temporary workspace ${JSON.stringify(ws)} contains ':' or ',', which kern's -v ` +
+        "syntax cannot carry: point TMPDIR at a directory without them, or pass options.workspace");
+  }
+  return ws;
+}
 
 class Sandbox {
   #o;
   #kern;
-  #kernFd = -1; // the kern every box of the session runs, held from open() to close()
-  #ws = "";
-  #rootfd = -1;
-  #ownWs = false;
-  #entered = false;
-  #opening = null;
-  #busy = 0; // workspace operations in flight; the root fd outlives them
-  #kernEnv = new Map(); // kern's environment by enforceLimits, fixed when first needed
-  #tmpdir = ""; // for the env-file fallback, fixed when the session opens too
-  #group = 0;
-  #watch = null; // the engine's view of the workspace, for result.files
-  #inflight = new Set(); // promises of workspace operations and runs
-  #closing = false;
+  #s = null; // the open Session, or null
+  #opening = null; // the open() in progress
+  #closingP = null; // the close() in progress
+  #closes = 0; // close() calls so far: an open() that sees this change was closed meanwhile
 
   constructor(opts = {}) {
     const o = normalizeOptions(opts);
@@ -78,7 +89,14 @@ class Sandbox {
 
   /** The options as the public fields now say, for the fields in `names`. */
   #current(names) {
-    const now = normalizeOptions(Object.fromEntries(names.map((k) => [k, this[k]])));
+    let now;
+    try {
+      now = normalizeOptions(Object.fromEntries(names.map((k) => [k, this[k]])));
+    } catch (e) {
+      // The constructor accepted its options: a field set on the object since is at fault.
+      if (!(e instanceof SandboxError)) throw e;
+      throw new SandboxError(e.message.replace(/^options\./, "sandbox."));
+    }
     const o = { ...this.#o };
     for (const k of names) o[k] = now[k];
     if (o.egressAllow.length > 0 && o.network)
@@ -87,18 +105,10 @@ class Sandbox {
     return o;
   }
 
-  #kernEnvFor(enforceLimits) {
-    let env = this.#kernEnv.get(enforceLimits);
-    if (env === undefined) {
-      env = kernEnv({ enforceLimits, startedFd: binding.STARTED_FD });
-      this.#kernEnv.set(enforceLimits, env);
-    }
-    return env;
-  }
-
   /** Creates or checks the workspace and runs `setup`. */
   async open() {
-    if (this.#entered) return this;
+    if (this.#closingP !== null) await this.#closingP.catch(() => {});
+    if (this.#s !== null && this.#s.ready) return this;
     if (this.#opening === null) {
       this.#opening = this.#open().finally(() => {
         this.#opening = null;
@@ -109,25 +119,16 @@ class Sandbox {
   }
 
   async #open() {
+    const closes = this.#closes;
     const o = this.#current([...OPEN_FIELDS, "enforceLimits"]);
-    let ws;
-    let own = false;
-    if (o.workspace === null) {
-      ws = await fs.promises.realpath(
-        await fs.promises.mkdtemp(path.join(os.tmpdir(), "kern-ws-")));
-      own = true;
-      if (/[:\n\r,]/.test(ws)) {
-        await fs.promises.rmdir(ws);
-        throw new SandboxError(
-          `the temporary workspace ${JSON.stringify(ws)} contains ':' or ',', which kern's -v ` +
-            "syntax cannot carry: point TMPDIR at a directory without them, or pass options.workspace");
-      }
-    } else {
+    const ws = o.workspace === null ? await makeTempWorkspace()
       // As in 0.1.1, the directory must already exist and be given by an
       // absolute path: it is checked before anything is made, so a refused
       // path (say one under ~/.ssh) never gets directories created in it.
-      ws = checkHostSource(o.workspace, "workspace");
-    }
+      : checkHostSource(o.workspace, "workspace");
+    const own = o.workspace === null;
+    const held = { kernFd: -1, rootfd: -1 };
+    let st;
     try {
       for (const m of o.mounts) {
         // A source the box can write could be swapped for a symlink to /etc
@@ -140,96 +141,71 @@ class Sandbox {
       if (within(this.#kern, ws))
         throw new SandboxError(`the kern binary ${JSON.stringify(this.#kern)} lies inside the ` +
           "workspace, where a box could replace it");
-      this.#kernFd = openKern(this.#kern);
-      this.#rootfd = binding.wsOpen(ws, own);
-      this.#watch = binding.wsWatch(this.#rootfd);
+      held.kernFd = openKern(this.#kern);
+      try {
+        held.rootfd = binding.wsOpen(ws, own);
+        const watch = binding.wsWatch(held.rootfd);
+        st = new Session({ ws, ownWs: own, ...held, watch, tmpdir: os.tmpdir() });
+      } catch (e) {
+        throw sandboxErrorFromSystem(`cannot open the workspace ${JSON.stringify(ws)}`, e);
+      }
     } catch (e) {
-      this.#closeKern();
+      if (held.rootfd >= 0) binding.wsClose(held.rootfd);
+      if (held.kernFd >= 0) binding.wsClose(held.kernFd);
       if (own) await fs.promises.rmdir(ws).catch(() => {});
       throw e;
     }
-    this.#ws = ws;
-    this.#ownWs = own;
-    this.#group = nextGroup++;
-    this.#kernEnv.clear();
-    this.#kernEnvFor(o.enforceLimits);
-    this.#tmpdir = os.tmpdir();
-    this.#entered = true;
-    this.#closing = false;
-    if (o.setup) {
-      try {
-        await this.#runSetup(o.setup);
-      } catch (e) {
-        // Leave nothing behind: open() failed, so no close() will follow.
-        await this.#teardown();
-        throw e;
-      }
-    }
-  }
-
-  /** Deletes the workspace if open() created it. Idempotent. */
-  async close() {
-    if (this.#opening !== null) await this.#opening.catch(() => {});
-    await this.#teardown();
-  }
-
-  async #teardown() {
-    if (!this.#entered) return;
-    this.#entered = false; // no new call from here on
-    // Boxes first (A24): nothing may still be writing in the workspace, or
-    // swapping its directories for symlinks, while it is deleted.
-    binding.cancelGroup(this.#group);
-    await Promise.allSettled([...this.#inflight]);
-    // Every call of the session has settled, and no later one can submit a
-    // box (#spawn checks #entered just before it does): the engine may stop
-    // checking this group.
-    binding.forgetGroup(this.#group);
-    // Its inotify instance and watches go before the tree does.
-    if (this.#watch !== null) await binding.wsWatchClose(this.#watch);
-    this.#watch = null;
-    if (this.#ownWs && this.#rootfd >= 0) {
-      // Beneath the held descriptor, never following a link a box planted.
-      await this.#withRoot((fd) => binding.wsRemoveTree(fd)).catch(() => {});
-      await fs.promises.rmdir(this.#ws).catch(() => {});
-    }
-    this.#closing = true;
-    this.#releaseRootIfIdle();
-    this.#closeKern(); // every box holds its own copy of it
-  }
-
-  #closeKern() {
-    if (this.#kernFd >= 0) binding.wsClose(this.#kernFd);
-    this.#kernFd = -1;
-  }
-
-  #requireEntered() {
-    if (!this.#entered)
-      throw new SandboxError("open the Sandbox first: `await sandbox.open()` (or use withSandbox())");
-  }
-
-  // Keeps the workspace descriptor open while an operation uses it: closing
-  // it early would let the number be reused for an unrelated directory.
-  async #withRoot(fn) {
-    this.#busy++;
-    const p = (async () => fn(this.#rootfd))();
-    this.#inflight.add(p);
+    st.kernEnvFor(o.enforceLimits);
+    this.#s = st;
+    const closedMeanwhile = () => this.#closes !== closes;
+    const closed = new SandboxError("the Sandbox was closed while open() was still running");
     try {
-      return await p;
-    } finally {
-      this.#inflight.delete(p);
-      this.#busy--;
-      this.#releaseRootIfIdle();
+      if (closedMeanwhile()) throw closed;
+      if (o.setup) await this.#runSetup(st, o.setup);
+      if (closedMeanwhile()) throw closed;
+    } catch (e) {
+      // Leave nothing behind: open() failed, so no close() will follow.
+      if (this.#s === st) this.#s = null;
+      await st.teardown();
+      // A setup box that close() killed failed because of it: say that.
+      if (closedMeanwhile() && e !== closed) closed.cause = e;
+      throw closedMeanwhile() ? closed : e;
     }
+    st.ready = true;
   }
 
-  #releaseRootIfIdle() {
-    if (this.#closing && this.#busy === 0 && this.#rootfd >= 0) {
-      binding.wsClose(this.#rootfd);
-      this.#rootfd = -1;
+  /** Kills the session's boxes and deletes the workspace if open() created
+   * it. Idempotent; a close() during open() makes that open() fail. */
+  async close() {
+    if (this.#closingP === null) {
+      this.#closingP = (async () => {
+        this.#closes++;
+        const opening = this.#opening;
+        if (opening !== null) {
+          // A setup box is killed now, not waited for.
+          if (this.#s !== null) binding.cancelGroup(this.#s.group);
+          await opening.catch(() => {});
+        }
+        const st = this.#s;
+        this.#s = null;
+        if (st !== null) await st.teardown();
+      })().finally(() => {
+        this.#closingP = null;
+      });
     }
+    await this.#closingP;
   }
 
-  async #runSetup(cmd) {
+  /** The open session a call runs on, or a SandboxError that says why not. */
+  #session() {
+    const st = this.#s;
+    if (st !== null && st.ready) return st;
+    if (this.#closes > 0 && this.#opening === null)
+      throw new SandboxError("the Sandbox is closed: open() it again, or use a new one");
+    throw new SandboxError("open the Sandbox first: `await sandbox.open()` (or use withSandbox())");
+  }
+
+  async #runSetup(st, cmd) {
     // The only network-on box: `pip install X` lands in the workspace's .deps.
     let shellCmd = cmd;
     const trimmed = cmd.trim();
@@ -237,7 +213,7 @@ class Sandbox {
       shellCmd = "pip install --target /workspace/.deps --no-cache-dir " +
         `--disable-pip-version-check ${trimmed.slice(PIP_INSTALL.length)}`;
     }
-    const r = await this.#spawn(["sh", "-c", shellCmd], { isSetup: true });
+    const r = await this.#spawn(st, ["sh", "-c", shellCmd], { isSetup: true });
     if (!r.success) {
       const detail = escapeControl((r.stderr || r.stdout).trim().slice(0, 400));
       const why = r.fault ? `${r.fault.type}: ${escapeControl(r.fault.message)}` : `exit ${r.exitCode}`;
@@ -245,39 +221,39 @@ class Sandbox {
     }
   }
 
-  async #depsDirExists(o, rootfd) {
+  async #depsDirExists(st, o) {
     if (!o.depsReadonly) return false;
     try {
-      const st = await fs.promises.lstat(path.join(this.#ws, DEPS_DIR));
-      return st.isDirectory() && rootfd >= 0;
+      const stat = await fs.promises.lstat(path.join(st.ws, DEPS_DIR));
+      return stat.isDirectory();
     } catch {
       return false;
     }
   }
 
-  async #spawn(command, { isSetup = false } = {}) {
+  async #spawn(st, command, { isSetup = false } = {}) {
     for (const part of command) {
       if (typeof part !== "string" || part.includes("\0"))
         throw new SandboxError("the command and code must be strings with no NUL byte");
     }
     const o = this.#current(CALL_FIELDS);
-    return this.#withRoot(async (rootfd) => {
+    return st.withRoot(async () => {
       const name = boxName();
       const { argv, timeoutS } = boxArgv(o, {
-        kern: this.#kern, name, workspace: this.#ws, isSetup,
-        depsDirExists: await this.#depsDirExists(o, rootfd), envFd: binding.ENV_FD, command,
+        kern: this.#kern, name, workspace: st.ws, isSetup,
+        depsDirExists: await this.#depsDirExists(st, o), envFd: binding.ENV_FD, command,
       });
       // The session may have been closed during the awaits above; its group
       // is then forgotten once its calls settle, so refuse here.
-      if (!this.#entered)
+      if (!st.live)
         throw new SandboxError("the Sandbox was closed before this call's box could start");
       let raw;
       try {
         // One native call: the engine scans the workspace before and after
         // the box on its own thread, spawns, supervises and kills.
-        raw = await binding.run(this.#kern, argv, this.#kernEnvFor(o.enforceLimits),
-          envFileContent(o.env), this.#tmpdir, [this.#kern, "stop", name], timeoutS * 1000,
-          o.maxOutputBytes, o.onStdout, o.onStderr, this.#watch, this.#group, this.#kernFd);
+        raw = await binding.run(this.#kern, argv, st.kernEnvFor(o.enforceLimits),
+          envFileContent(o.env), st.tmpdir, [this.#kern, "stop", name], timeoutS * 1000,
+          o.maxOutputBytes, o.onStdout, o.onStderr, st.watch, st.group, st.kernFd);
       } catch (e) {
         if (e.code === "ECANCELED")
           throw new SandboxError("the Sandbox was closed before this call's box could start");
@@ -300,7 +276,7 @@ class Sandbox {
 
   /** Runs a snippet in a fresh, network-off box on the workspace. */
   async runCode(code, { language = "python" } = {}) {
-    this.#requireEntered();
+    const st = this.#session();
     if (typeof code !== "string")
       throw new SandboxError(`code must be a string, got ${describe(code)}`);
     const runner = Object.prototype.hasOwnProperty.call(RUNNERS, language) ? RUNNERS[language] : null;
@@ -308,38 +284,41 @@ class Sandbox {
       throw new SandboxError(
         `unsupported language ${describe(language)}: use "python", "bash" or "node"`);
     if (Buffer.byteLength(code, "utf8") <= INLINE_CODE_MAX)
-      return this.#spawn([runner.argv0, runner.evalFlag, code]);
+      return this.#spawn(st, [runner.argv0, runner.evalFlag, code]);
     // Too long for argv: run it from a private file, removed afterwards.
     if (code.includes("\0")) throw new SandboxError("code must not contain a NUL byte");
     const cell = `.cell-${crypto.randomBytes(6).toString("hex")}.${runner.ext}`;
-    await this.writeFile(cell, code);
+    await this.#writeFileIn(st, cell, code);
     try {
-      return await this.#spawn([runner.argv0, `/workspace/${cell}`]);
+      return await this.#spawn(st, [runner.argv0, `/workspace/${cell}`]);
     } finally {
-      await fs.promises.unlink(path.join(this.#ws, cell)).catch(() => {});
+      await fs.promises.unlink(path.join(st.ws, cell)).catch(() => {});
     }
   }
 
   /** Runs an argv array (never a shell string) in a fresh box. */
   async run(command) {
-    this.#requireEntered();
+    const st = this.#session();
     if (typeof command === "string")
       throw new SandboxError('run() takes an argv array, not a string: use run(["sh", "-c", "..."])');
     if (!Array.isArray(command) || command.length === 0)
       throw new SandboxError("run() needs a non-empty array of strings");
-    return this.#spawn(command);
+    return this.#spawn(st, command);
   }
 
   /** Writes data to a workspace-relative path, atomically, never through a symlink. */
   async writeFile(rel, data) {
-    this.#requireEntered();
+    return this.#writeFileIn(this.#session(), rel, data);
+  }
+
+  async #writeFileIn(st, rel, data) {
     const p = checkRelPath(rel);
     let buf;
     if (Buffer.isBuffer(data)) buf = data;
     else if (ArrayBuffer.isView(data)) buf = Buffer.from(data.buffer, data.byteOffset, data.byteLength);
     else buf = Buffer.from(String(data), "utf8");
     try {
-      await this.#withRoot((fd) => binding.wsWriteFile(fd, p, buf));
+      await st.withRoot((fd) => binding.wsWriteFile(fd, p, buf));
     } catch (e) {
       throw sandboxErrorFromSystem(`cannot write ${JSON.stringify(rel)}`, e);
     }
@@ -347,10 +326,10 @@ class Sandbox {
 
   /** Reads a regular file at a workspace-relative path, never through a symlink. */
   async readFile(rel) {
-    this.#requireEntered();
+    const st = this.#session();
     const p = checkRelPath(rel);
     try {
-      return await this.#withRoot((fd) => binding.wsReadFile(fd, p, READ_MAX));
+      return await st.withRoot((fd) => binding.wsReadFile(fd, p, READ_MAX));
     } catch (e) {
       throw sandboxErrorFromSystem(`cannot read ${JSON.stringify(rel)}`, e);
     }
@@ -358,11 +337,12 @@ class Sandbox {
 
   /** Lists regular files (not .deps) under the workspace or one of its directories. */
   async listFiles(subdir = "") {
-    this.#requireEntered();
-    const p = checkRelPath(subdir, { allowRoot: true, what: "subdir" });
+    const st = this.#session();
+    // 0.1.1 listed the whole workspace for any falsy subdir (null included).
+    const p = checkRelPath(subdir || "", { allowRoot: true, what: "subdir" });
     let entries;
     try {
-      entries = await this.#withRoot((fd) => binding.wsList(fd, p));
+      entries = await st.withRoot((fd) => binding.wsList(fd, p));
     } catch (e) {
       // As in 0.1.1, a directory that is not there (yet) has no files: a
       // missing path, or one that runs into a file. A symlink is still an
@@ -375,16 +355,16 @@ class Sandbox {
 
   /** Writes a .tar.gz checkpoint of the workspace to dest (opt-in, see README). */
   snapshot(dest) {
-    this.#requireEntered();
+    const st = this.#session();
     snapshots.requireOptIn();
-    snapshots.snapshot(this.#rootfd, this.#ws, dest);
+    snapshots.snapshot(st.rootfd, st.ws, dest);
   }
 
   /** Extracts a checkpoint into the workspace, vetting every member first. */
   restore(src) {
-    this.#requireEntered();
+    const st = this.#session();
     snapshots.requireOptIn();
-    snapshots.restore(this.#rootfd, src);
+    snapshots.restore(st.rootfd, src);
   }
 }
 

@@ -189,8 +189,83 @@ describe("run", function () {
     await s.open();
     await s.close();
     await s.close(); // idempotent
-    await assert.rejects(s.run(["true"]), /open the Sandbox first/);
-    await assert.rejects(s.readFile("x"), /open the Sandbox first/);
+    await assert.rejects(s.run(["true"]), /the Sandbox is closed: open\(\) it again/);
+    await assert.rejects(s.readFile("x"), /the Sandbox is closed/);
+  });
+
+  describe("lifecycle races", function () {
+    const fdCount = () => fs.readdirSync("/proc/self/fd").length;
+    // A run whose box is up (it printed), so close() has a box to kill.
+    async function runningBox(s) {
+      let up;
+      const printed = new Promise((resolve) => (up = resolve));
+      s.onStdout = up;
+      const run = s.run(["sh", "-c", "echo up; sleep 5"]);
+      await printed;
+      s.onStdout = null;
+      return { run };
+    }
+
+    it("open() while close() is still running waits for it, then opens a working session; " +
+      "nothing of either is left", async function () {
+      const tmp = os.tmpdir();
+      const wsBefore = fs.readdirSync(tmp).filter((n) => n.startsWith("kern-ws-")).length;
+      const fds = fdCount();
+      const s = new Sandbox();
+      await s.open();
+      const { run: running } = await runningBox(s);
+      const closing = s.close();
+      await s.open(); // while the close() above still waits for its box
+      await closing;
+      assert.strictEqual((await running).fault.type, "killed");
+      await s.writeFile("a.txt", "x");
+      assert.strictEqual((await s.run(["cat", "a.txt"])).stdout, "x");
+      await s.close();
+      assert.strictEqual(fs.readdirSync(tmp).filter((n) => n.startsWith("kern-ws-")).length, wsBefore);
+      assert.ok(await h.waitFor(() => fdCount() === fds, 2000), `descriptors: ${fdCount()} vs ${fds}`);
+    });
+
+    it("every close() resolves only once the session is gone (a second, concurrent close() too)",
+      async function () {
+        const s = await new Sandbox().open();
+        const ws = flagValue(await s.run(["true"]).then(() => lastBoxArgv()), "-v").split(":")[0];
+        const { run: running } = await runningBox(s);
+        const first = s.close();
+        await s.close();
+        assert.ok(!fs.existsSync(ws), "the second close() resolved before the workspace was gone");
+        await first;
+        await running;
+      });
+
+    it("a second open() during setup waits for the setup; if setup fails, both reject and " +
+      "nothing runs", async function () {
+      const s = new Sandbox({ setup: "sleep 0.5; exit 3" });
+      const first = s.open();
+      await h.sleep(100);
+      const second = s.open();
+      const [a, b] = await Promise.allSettled([first, second]);
+      assert.strictEqual(a.status, "rejected");
+      assert.strictEqual(b.status, "rejected", "the second open() resolved during a failing setup");
+      assert.match(b.reason.message, /setup failed \(exit 3\)/);
+      await assert.rejects(s.run(["true"]), kern.SandboxError);
+    });
+
+    it("close() during setup kills the setup box at once and makes open() fail", async function () {
+      const s = new Sandbox({ setup: "sleep 30" });
+      const opening = s.open();
+      await h.sleep(200);
+      const t0 = Date.now();
+      await s.close();
+      const closeMs = Date.now() - t0;
+      await assert.rejects(opening, /closed while open\(\) was still running/);
+      assert.ok(closeMs < 2000, `close() took ${closeMs} ms`);
+      await assert.rejects(s.run(["true"]), /the Sandbox is closed/);
+      // It can be opened again.
+      s.setup = null;
+      await s.open();
+      assert.strictEqual((await s.run(["echo", "again"])).stdout, "again\n");
+      await s.close();
+    });
   });
 
   it("refuses an unknown language", async function () {
@@ -240,7 +315,8 @@ describe("run", function () {
         assert.strictEqual(slow.fault && slow.fault.type, "timeout");
         assert.match(slow.fault.message, /0\.3s/);
         sbx.timeoutS = -1;
-        await assert.rejects(sbx.run(["true"]), (e) => e instanceof kern.SandboxError && /timeoutS/.test(e.message));
+        await assert.rejects(sbx.run(["true"]),
+          (e) => e instanceof kern.SandboxError && /^sandbox\.timeoutS must be/.test(e.message));
         sbx.timeoutS = 30;
         sbx.env = { "A=B": "x" };
         await assert.rejects(sbx.run(["true"]), kern.SandboxError);

@@ -65,6 +65,12 @@ describe("reliability", function () {
     assert.strictEqual(r.ok + r.emfile, 100);
     assert.ok(r.emfile > 0, `positive control: the limit really bit (${r.ok} ok)`);
     assert.ok(r.recovered);
+    // open() meeting EMFILE at each of its steps: a typed error or a session,
+    // and no descriptor left behind (positive control: both outcomes occur).
+    assert.deepStrictEqual(r.opens.filter((o) => o.leaked !== 0 ||
+      !(o.outcome === "ok" || o.outcome === "SandboxError EMFILE")), [], JSON.stringify(r.opens));
+    assert.strictEqual(r.opens[0].outcome, "SandboxError EMFILE");
+    assert.strictEqual(r.opens[r.opens.length - 1].outcome, "ok");
   });
 
   it("C9/C10: terminating the Worker that owns a box kills the box", async function () {

@@ -64,12 +64,14 @@ export function run(
   onStderr: ((chunk: Buffer) => void) | null,
   watch: WsWatch | null,
   group: number,
+  /** The session's kern, held open (kernOpen) and executed by descriptor; null execs kernPath. */
+  kernFd: number | null,
 ): Promise<RawRunResult>;
 
-/** Kills every box of a session's group, now and any that would still start. */
 /** Test switches from process.env (KERN_SANDBOX_FORCE_FALLBACK, KERN_SANDBOX_TRACKER), read
  * by lib/binding.js: the addon itself never calls getenv(). */
 export function configure(forceFallback: string, tracker: string): void;
+/** Kills every box of a session's group, now and any that would still start. */
 export function cancelGroup(group: number): void;
 /** Drops a closed session's group once all its calls have settled. */
 export function forgetGroup(group: number): void;
@@ -85,7 +87,11 @@ export function wsWatch(rootfd: number): WsWatch;
 /** Releases the session's reference (idempotent); runs in flight keep theirs. */
 export function wsWatchClose(watch: WsWatch): Promise<void>;
 
-export function wsOpen(absPath: string): number;
+/** The workspace held open (O_PATH directory); with own, the environment's
+ * teardown removes the tree if the session never closes. */
+export function wsOpen(absPath: string, own: boolean): number;
+/** The kern binary held open (O_PATH), for run()'s kernFd. */
+export function kernOpen(absPath: string): number;
 /** Closes a descriptor this addon holds (wsOpen, kernOpen); false, closing
  * nothing, once teardown has closed it (the number may be reused since). */
 export function wsClose(fd: number): boolean;

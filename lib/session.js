@@ -1,0 +1,108 @@
+"use strict";
+
+// The resources of one open session: the workspace and its held descriptor,
+// the held kern binary, the engine's watch of the workspace and the
+// session's group of boxes. Sandbox.open() makes one and close() tears it
+// down; every call keeps the one it started on, so a close() still running
+// and a later open() of the same Sandbox never act on each other's
+// descriptors.
+const fs = require("fs");
+const binding = require("./binding");
+const { kernEnv } = require("./kern");
+const { SandboxError } = require("./errors");
+
+let nextGroup = 1; // each session is one group of boxes, killed together at close()
+
+class Session {
+  /** ws: the workspace's real path; ownWs: created by open(), removed at
+   * close(); rootfd, kernFd: held descriptors; watch: the engine's watch. */
+  constructor({ ws, ownWs, rootfd, kernFd, watch, tmpdir }) {
+    this.ws = ws;
+    this.ownWs = ownWs;
+    this.rootfd = rootfd;
+    this.kernFd = kernFd;
+    this.watch = watch;
+    this.tmpdir = tmpdir; // for the env-file fallback, fixed when the session opens
+    this.group = nextGroup++;
+    this.live = true; // calls may still start (the setup box included)
+    this.ready = false; // setup is done: open() has resolved
+    this.busy = 0; // operations using rootfd: it outlives them
+    this.inflight = new Set(); // their promises, which teardown waits for
+    this.kernEnvs = new Map(); // kern's environment by enforceLimits
+    this.closing = false; // the tree is gone: rootfd closes once idle
+    this.tornDown = null;
+  }
+
+  /** kern's environment, fixed for the session when first needed. */
+  kernEnvFor(enforceLimits) {
+    let env = this.kernEnvs.get(enforceLimits);
+    if (env === undefined) {
+      env = kernEnv({ enforceLimits, startedFd: binding.STARTED_FD });
+      this.kernEnvs.set(enforceLimits, env);
+    }
+    return env;
+  }
+
+  /** Runs fn(rootfd) with the descriptor held open for it: closing it early
+   * would let the number be reused for an unrelated directory. A call that
+   * starts once teardown has begun is refused: the workspace is going. */
+  async withRoot(fn, { teardown = false } = {}) {
+    if (!this.live && !teardown)
+      throw new SandboxError("the Sandbox was closed before this call could run");
+    this.busy++;
+    const p = (async () => fn(this.rootfd))();
+    this.inflight.add(p);
+    try {
+      return await p;
+    } finally {
+      this.inflight.delete(p);
+      this.busy--;
+      this.#releaseRootIfIdle();
+    }
+  }
+
+  /** Kills the session's boxes, waits for its calls, then removes the
+   * workspace it created and closes its descriptors. Once; later calls get
+   * the same promise. */
+  teardown() {
+    if (this.tornDown === null) this.tornDown = this.#teardown();
+    return this.tornDown;
+  }
+
+  async #teardown() {
+    this.live = false; // no new call from here on
+    this.ready = false;
+    // Boxes first (A24): nothing may still be writing in the workspace, or
+    // swapping its directories for symlinks, while it is deleted.
+    binding.cancelGroup(this.group);
+    await Promise.allSettled([...this.inflight]);
+    // Every call has settled, and no later one can submit a box (the engine
+    // is only asked while `live`): the engine may stop checking this group.
+    binding.forgetGroup(this.group);
+    // The inotify instance and its watches go before the tree does.
+    if (this.watch !== null) await binding.wsWatchClose(this.watch);
+    this.watch = null;
+    if (this.ownWs && this.rootfd >= 0) {
+      // Beneath the held descriptor, never following a link a box planted.
+      await this.withRoot((fd) => binding.wsRemoveTree(fd), { teardown: true }).catch(() => {});
+      await fs.promises.rmdir(this.ws).catch(() => {});
+    }
+    this.closeKern(); // every box holds its own copy of it
+    this.closing = true;
+    this.#releaseRootIfIdle();
+  }
+
+  closeKern() {
+    if (this.kernFd >= 0) binding.wsClose(this.kernFd);
+    this.kernFd = -1;
+  }
+
+  #releaseRootIfIdle() {
+    if (this.closing && this.busy === 0 && this.rootfd >= 0) {
+      binding.wsClose(this.rootfd);
+      this.rootfd = -1;
+    }
+  }
+}
+
+module.exports = { Session };
