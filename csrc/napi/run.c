@@ -594,15 +594,20 @@ fail:
   return NULL;
 }
 
-static napi_value ks__live_boxes(napi_env env, napi_callback_info info) {
+/* One of the supervisor's counts, 0 before it starts. */
+static napi_value ks__sup_count(napi_env env, size_t (*count)(struct ks_sup *)) {
   struct ks_addon *addon;
   napi_value out;
-  (void) info;
   KS_NAPI_CALL(env, napi_get_instance_data(env, (void **) &addon));
   KS_NAPI_CALL(env, napi_create_double(
-                        env, addon->sup != NULL ? (double) ks_sup_live_boxes(addon->sup) : 0,
-                        &out));
+                        env, addon->sup != NULL ? (double) count(addon->sup) : 0, &out));
   return out;
+}
+
+/* liveBoxes(): for the tests and the leak census. */
+static napi_value ks__live_boxes(napi_env env, napi_callback_info info) {
+  (void) info;
+  return ks__sup_count(env, ks_sup_live_boxes);
 }
 
 /* shutdown(): what the environment's teardown does, now: kills and reaps
@@ -665,14 +670,8 @@ static napi_value ks__forget_group(napi_env env, napi_callback_info info) {
 
 /* cancelledGroups(): for the tests, that closed sessions are forgotten. */
 static napi_value ks__cancelled_groups(napi_env env, napi_callback_info info) {
-  struct ks_addon *addon;
-  napi_value out;
   (void) info;
-  KS_NAPI_CALL(env, napi_get_instance_data(env, (void **) &addon));
-  KS_NAPI_CALL(env, napi_create_double(
-                        env, addon->sup != NULL ? (double) ks_sup_cancelled_groups(addon->sup) : 0,
-                        &out));
-  return out;
+  return ks__sup_count(env, ks_sup_cancelled_groups);
 }
 
 bool ks_napi_init_run(napi_env env, napi_value exports) {
