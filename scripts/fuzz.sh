@@ -124,6 +124,10 @@ for t in "${targets[@]}"; do
   fi
 
   echo "== $t: ${seconds}s (log: ${log#"$top"/})"
+  # Only what this run writes into $arts is its verdict: an input left by an
+  # earlier run (already judged then) must not fail this one.
+  stamp=$out/logs/$t.started
+  : >"$stamp"
   start=$(date +%s)
   nice -n 10 "$out/$t" \
     -max_total_time="$seconds" -rss_limit_mb="$rss_mb" -timeout=10 \
@@ -147,9 +151,11 @@ for t in "${targets[@]}"; do
   elif [ -z "$execs" ]; then
     result="FAIL: no final stats (did it run?)"
   fi
-  if ls "$arts" | grep -q .; then
-    [ "$result" = ok ] && result="FAIL: artifacts in ${arts#"$top"/}"
+  if find "$arts" -type f -newer "$stamp" | grep -q .; then
+    [ "$result" = ok ] && result="FAIL: new artifacts in ${arts#"$top"/}"
   fi
+  older=$(find "$arts" -type f ! -newer "$stamp" | wc -l)
+  [ "$older" -gt 0 ] && result+=" ($older older artifacts in ${arts#"$top"/}, not from this run)"
   [ "$result" = ok ] || status=1
 
   line=$(printf '%-18s %5ss %11s execs  cov %-5s ft %-6s corpus %-12s rss %4sMB  %s' \
