@@ -6,6 +6,7 @@ const assert = require("assert");
 const fs = require("fs");
 const os = require("os");
 const path = require("path");
+const { spawnSync } = require("child_process");
 const kern = require("..");
 const { Sandbox, SandboxError, withSandbox, runCode } = kern;
 const h = require("./lib/harness");
@@ -106,7 +107,7 @@ describe("run", function () {
         const env = { ...process.env };
         if (tracker === null) delete env.KERN_SANDBOX_TRACKER;
         else env.KERN_SANDBOX_TRACKER = tracker;
-        const r = require("child_process").spawnSync(process.execPath, ["-e", code], { env, encoding: "utf8" });
+        const r = spawnSync(process.execPath, ["-e", code], { env, encoding: "utf8" });
         assert.strictEqual(r.status, 0, r.stderr);
         return JSON.parse(r.stdout);
       };

@@ -5,7 +5,7 @@
 const assert = require("assert");
 const crypto = require("crypto");
 const path = require("path");
-const { spawn, execFileSync } = require("child_process");
+const { spawn, spawnSync, execFileSync } = require("child_process");
 const { Worker } = require("worker_threads");
 const fs = require("fs");
 const os = require("os");
@@ -15,6 +15,38 @@ const h = require("./lib/harness");
 const procfs = require("./lib/procfs");
 
 const { note } = h;
+
+/** Starts a Node that runs one box of the double's `hang-stop` mode into its
+ * 0.5 s timeout, reports the fault over IPC, and calls process.exit() when
+ * told to. `kern stop` then sleeps 60 s: a helper still running when the
+ * process ends, which teardown must kill and reap within its budget. */
+function hungStopChild() {
+  const code = `
+    const { runCode } = require(${JSON.stringify(h.repo)});
+    runCode("sleep 30", { language: "bash", image: "fake:hang-stop", timeoutS: 0.5 })
+      .then((r) => process.send(r.fault && r.fault.type));
+    process.once("message", (m) => m === "end" && process.exit(0));`;
+  const child = spawn(process.execPath, ["-e", code], { stdio: ["ignore", "ignore", "inherit", "ipc"] });
+  const fault = new Promise((resolve) => child.once("message", resolve));
+  // The `kern stop` helpers this child spawned (the supervisor is its thread).
+  const stops = () => h.processes().filter((q) => q.ppid === child.pid && q.exe === h.fakeKern() &&
+    q.state !== "Z" && q.argv.split("\0")[1] === "stop").map((q) => q.pid);
+  return { child, exited: h.exitOf(child), fault, stops };
+}
+
+/** Sends "end" and returns how many ms the child took to exit (or null). */
+async function endChild(child, ms) {
+  const t0 = Date.now();
+  child.send("end");
+  const ended = await h.waitFor(() => child.exitCode !== null || child.signalCode !== null, ms);
+  return ended ? Date.now() - t0 : null;
+}
+
+/** True once pid is gone or only a zombie (reparented, waiting for a reaper). */
+const ended = (pid) => {
+  const st = procfs.readStat(pid);
+  return st === null || st.state === "Z";
+};
 
 describe("reliability", function () {
   it("C11: 300 concurrent runs on one session, each gets its own token back", async function () {
@@ -121,7 +153,7 @@ describe("reliability", function () {
   it("C10: 60 Workers that each run boxes and end, while the main thread churns its young " +
     "generation, exit cleanly (under ASan: no report from stale shadow of the clone stacks)", function () {
     this.timeout(120000);
-    const r = require("child_process").spawnSync(process.execPath,
+    const r = spawnSync(process.execPath,
       [path.join(h.repo, "test/fixtures/scripts/worker-churn.js"), h.repo, "60"],
     { encoding: "utf8", timeout: 100000 });
     assert.deepStrictEqual({ status: r.status, signal: r.signal, out: r.stdout },
@@ -297,7 +329,7 @@ describe("reliability: descriptors after the exit hook (C9)", function () {
         const bad = mine.filter((fd) => { try { fs.fstatSync(fd); return false; } catch { return true; } });
         process.stdout.write(JSON.stringify({ mine, bad }));
       })();`;
-    const r = require("child_process").spawnSync(process.execPath, ["-e", code], { encoding: "utf8" });
+    const r = spawnSync(process.execPath, ["-e", code], { encoding: "utf8" });
     assert.strictEqual(r.status, 0, r.stderr);
     const { mine, bad } = JSON.parse(r.stdout);
     assert.strictEqual(mine.length, 8);
@@ -415,6 +447,33 @@ describe("reliability: a kern frozen in a cgroup (C21)", function () {
       await exited;
     }
   });
+  it("C21: process.exit() while a `kern stop` helper is frozen ends within the teardown " +
+    "budget; once thawed, the helper is gone", async function () {
+    this.timeout(60000);
+    if (makeFreezer(this) === undefined) return;
+    const { child, exited, fault, stops } = hungStopChild();
+    try {
+      assert.strictEqual(await fault, "timeout");
+      assert.ok(await h.waitFor(() => stops().length === 1, h.startWait(5000)), "kern stop runs");
+      const [stop] = stops();
+      freeze(stop);
+      assert.ok(await h.waitFor(() => procfs.readStat(stop)?.state === "D", 2000),
+        "positive control: kern stop is frozen");
+      const ms = await endChild(child, 5000);
+      assert.notStrictEqual(ms, null, "process.exit() waited for the frozen kern stop");
+      note(`C21 (frozen kern stop): process.exit() took ${ms} ms`);
+      assert.ok(ms < 2000, `process.exit() took ${ms} ms`);
+      assert.strictEqual(procfs.readStat(stop)?.state, "D", "positive control: it stayed frozen");
+      thaw();
+      assert.ok(await h.waitFor(() => ended(stop), 2000), `kern stop ${stop} still runs after the thaw`);
+    } finally {
+      if (child.exitCode === null && child.signalCode === null) {
+        if (cg !== null) thaw();
+        child.kill("SIGKILL");
+      }
+      await exited;
+    }
+  });
 });
 
 describe("reliability: the host process ends while boxes run (C9)", function () {
@@ -457,4 +516,24 @@ describe("reliability: the host process ends while boxes run (C9)", function () 
       assert.ok(left.every((e) => /^kern-ws-/.test(e)), JSON.stringify(left));
     });
   }
+
+  it("C19/C9: process.exit() while a hung `kern stop` runs ends within the teardown budget, " +
+    "and the helper is killed", async function () {
+    this.timeout(60000);
+    const { child, exited, fault, stops } = hungStopChild();
+    try {
+      assert.strictEqual(await fault, "timeout");
+      assert.ok(await h.waitFor(() => stops().length === 1, h.startWait(5000)),
+        "positive control: the hung `kern stop` is running when the process ends");
+      const [stop] = stops();
+      const ms = await endChild(child, 5000);
+      assert.notStrictEqual(ms, null, "process.exit() returned");
+      note(`C19/C9: process.exit() beside a hung kern stop took ${ms} ms`);
+      assert.ok(ms < 2000, `process.exit() took ${ms} ms`);
+      assert.ok(await h.waitFor(() => ended(stop), 2000), `kern stop ${stop} still runs`);
+    } finally {
+      if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+      await exited;
+    }
+  });
 });

@@ -10,7 +10,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -258,7 +257,8 @@ static void ks__aux_adopt(struct ks_sup *sup, struct ks_proc *proc, uint64_t dea
   sup->aux = a;
 }
 
-static void ks__aux_release(struct ks_sup *sup, struct ks__aux *a) {
+/* Unlinks a helper, kills it and reaps it, waiting up to wait_ms for that. */
+static void ks__aux_release(struct ks_sup *sup, struct ks__aux *a, int wait_ms) {
   if (a->prev != NULL)
     a->prev->next = a->next;
   else
@@ -267,9 +267,9 @@ static void ks__aux_release(struct ks_sup *sup, struct ks__aux *a) {
     a->next->prev = a->prev;
   if (a->proc.pidfd >= 0)
     (void) epoll_ctl(sup->epfd, EPOLL_CTL_DEL, a->proc.pidfd, NULL);
-  /* A helper past its deadline that SIGKILL cannot end at once is waited
-   * for elsewhere: this thread drains every other box. */
-  ks_proc_kill_and_release(&a->proc, 0);
+  /* A helper that SIGKILL cannot end within wait_ms is waited for
+   * elsewhere: this thread drains every other box. */
+  ks_proc_kill_and_release(&a->proc, wait_ms);
   free(a);
 }
 
@@ -277,7 +277,7 @@ static void ks__aux_on_exit(struct ks_sup *sup, struct ks__aux *a) {
   int status;
   struct rusage ru;
   if (ks_proc_try_reap(&a->proc, &status, &ru) != 0)
-    ks__aux_release(sup, a);
+    ks__aux_release(sup, a, 0);
 }
 
 static void ks__run_stop(struct ks_sup *sup, struct ks_box *box) {
@@ -672,7 +672,7 @@ static void ks__sweep(struct ks_sup *sup, uint64_t now) {
   while (a != NULL) {
     struct ks__aux *next = a->next;
     if (now >= a->deadline_ns)
-      ks__aux_release(sup, a);
+      ks__aux_release(sup, a, 0);
     a = next;
   }
 }
@@ -771,18 +771,8 @@ static void ks__teardown(struct ks_sup *sup, struct ks_box *pending) {
     ks__live_unlink(sup, box);
     ks__after_box(sup, box);
   }
-  while (sup->aux != NULL) {
-    struct ks__aux *a = sup->aux;
-    int status;
-    /* Reaped within the budget if it can be; ks__aux_release hands on the rest. */
-    if (a->proc.pidfd >= 0) {
-      struct pollfd pfd = {.fd = a->proc.pidfd, .events = POLLIN};
-      while (poll(&pfd, 1, ks__ms_until(budget_end)) < 0 && errno == EINTR) {
-      }
-    }
-    (void) ks_proc_try_reap(&a->proc, &status, NULL);
-    ks__aux_release(sup, a);
-  }
+  while (sup->aux != NULL)
+    ks__aux_release(sup, sup->aux, ks__ms_until(budget_end));
 }
 
 static void *ks__sup_main(void *arg) {
