@@ -46,6 +46,16 @@
             "-g"
           ],
           "ldflags": ["-fsanitize=address,undefined"]
+        },
+        "Tsan": {
+          "#": "The ThreadSanitizer build (npm run test:tsan), built by scripts/build-addon.js --tsan.",
+          "cflags": [
+            "-fsanitize=thread",
+            "-fno-omit-frame-pointer",
+            "-O1",
+            "-g"
+          ],
+          "ldflags": ["-fsanitize=thread"]
         }
       },
       "conditions": [

@@ -1,10 +1,30 @@
 "use strict";
 
-// Loads the native engine. KERN_SANDBOX_BUILD=Debug selects the debug build
-// (used by the sanitizer runs); otherwise the release build.
+// Loads the native engine. KERN_SANDBOX_BUILD selects a sanitizer build:
+// Debug (ASan + UBSan, npm run test:asan) or Tsan (ThreadSanitizer,
+// npm run test:tsan); otherwise the release build.
+const fs = require("fs");
 const path = require("path");
 
-const flavour = process.env.KERN_SANDBOX_BUILD === "Debug" ? "Debug" : "Release";
+/** Whether the ThreadSanitizer runtime is in this process (preloaded). */
+function haveTsanRuntime() {
+  try {
+    return /\/libtsan\.so/.test(fs.readFileSync("/proc/self/maps", "utf8"));
+  } catch {
+    return false;
+  }
+}
+
+function pickFlavour(wanted) {
+  if (wanted === "Debug") return "Debug";
+  // The Tsan build only works where the runtime was preloaded (the test
+  // run's own process and its Workers); a Node child of that run has it not
+  // (test/00.setup.js) and takes the release build.
+  if (wanted === "Tsan") return haveTsanRuntime() ? "Tsan" : "Release";
+  return "Release";
+}
+
+const flavour = pickFlavour(process.env.KERN_SANDBOX_BUILD);
 const file = path.join(__dirname, "..", "build", flavour, "kern_sandbox.node");
 
 let binding;

@@ -40,19 +40,29 @@ if (!nodedir) {
   process.exit(1);
 }
 
-// --debug builds the sanitizer (ASan + UBSan) flavour into build/Debug next
-// to the release build, so it configures and builds without cleaning.
+// --debug builds the ASan + UBSan flavour into build/Debug, --tsan the
+// ThreadSanitizer flavour into build/Tsan, next to the release build: each
+// configures and builds without cleaning. node-gyp's build knows only Debug
+// and Release, so the Tsan configuration (binding.gyp) is built by make.
 const debug = process.argv.includes("--debug");
-const extra = process.argv.slice(2).filter((a) => a !== "--debug");
+const tsan = process.argv.includes("--tsan");
+const extra = process.argv.slice(2).filter((a) => a !== "--debug" && a !== "--tsan");
 const [cmd, ...pre] = findNodeGyp();
-const steps = debug
-  ? [["configure", `--nodedir=${nodedir}`], ["build", "--debug", `--nodedir=${nodedir}`]]
-  : [["rebuild", `--nodedir=${nodedir}`]];
-for (const step of steps) {
-  const r = spawnSync(cmd, [...pre, ...step, ...extra],
-    { stdio: "inherit", cwd: path.resolve(__dirname, "..") });
+const root = path.resolve(__dirname, "..");
+let steps;
+if (tsan) {
+  steps = [[cmd, [...pre, "configure", `--nodedir=${nodedir}`, ...extra]],
+    [process.env.MAKE || "make", ["-C", "build", "BUILDTYPE=Tsan", `-j${require("os").cpus().length}`]]];
+} else if (debug) {
+  steps = [[cmd, [...pre, "configure", `--nodedir=${nodedir}`, ...extra]],
+    [cmd, [...pre, "build", "--debug", `--nodedir=${nodedir}`, ...extra]]];
+} else {
+  steps = [[cmd, [...pre, "rebuild", `--nodedir=${nodedir}`, ...extra]]];
+}
+for (const [program, args] of steps) {
+  const r = spawnSync(program, args, { stdio: "inherit", cwd: root });
   if (r.error) {
-    console.error(`kern-sandbox: could not run node-gyp: ${r.error.message}`);
+    console.error(`kern-sandbox: could not run ${program}: ${r.error.message}`);
     process.exit(1);
   }
   if (r.status !== 0) process.exit(r.status === null ? 1 : r.status);

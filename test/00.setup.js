@@ -24,7 +24,13 @@ process.env.TMPDIR = TMP;
 // each child's exit cost ~1-5 s per process (5 s per test in test/70 and 72).
 // This process keeps the leak check it started with; its children, which
 // are not the addon's code, skip it (their memory errors are still logged).
-if (h.underSanitizer) process.env.ASAN_OPTIONS = `${process.env.ASAN_OPTIONS || ""}:detect_leaks=0`;
+if (h.addonFlavour === "Debug") process.env.ASAN_OPTIONS = `${process.env.ASAN_OPTIONS || ""}:detect_leaks=0`;
+
+// Under `npm run test:tsan` only this process (and its Workers) runs with
+// ThreadSanitizer: the runtime crashes dash and python3 at start (a NULL
+// setjmp interceptor), so no child may inherit the preload. A Node child
+// without the runtime loads the release build (lib/binding.js).
+if (h.addonFlavour === "Tsan") delete process.env.LD_PRELOAD;
 
 let baselineFds = null;
 let baselineSockets = new Set();

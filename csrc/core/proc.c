@@ -38,6 +38,60 @@
 #ifdef KS__ASAN
 #include <sanitizer/asan_interface.h>
 #endif
+#if defined(__SANITIZE_THREAD__)
+#define KS__TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define KS__TSAN 1
+#endif
+#endif
+#ifdef KS__TSAN
+/* ThreadSanitizer (npm run test:tsan) intercepts clone as if it were fork:
+ * in the child it resets the sanitizer's state, which CLONE_VM shares with
+ * this process, and every report after the first spawn is then noise (no
+ * lock orders anything any more). Its sigaction interceptor likewise writes
+ * the child's resets into a table this process shares. So under TSan the
+ * child is made by glibc's own clone, resets its signals by raw syscalls,
+ * and its memory accesses are not counted as the spawning thread's. */
+#include <dlfcn.h>
+#include <sys/syscall.h>
+void __tsan_ignore_thread_begin(void);
+void __tsan_ignore_thread_end(void);
+typedef int (*ks__clone_fn)(int (*)(void *), void *, int, void *, ...);
+
+static ks__clone_fn ks__libc_clone(void) {
+  static _Atomic(ks__clone_fn) fn;
+  ks__clone_fn f = atomic_load(&fn);
+  if (f == NULL) {
+    void *libc = dlopen("libc.so.6", RTLD_NOW | RTLD_NOLOAD);
+    f = libc != NULL ? (ks__clone_fn) dlsym(libc, "clone") : NULL;
+    if (f == NULL)
+      f = clone; /* the interceptor: reports after this are not to be trusted */
+    atomic_store(&fn, f);
+  }
+  return f;
+}
+#define KS__CLONE (ks__libc_clone())
+#define KS__TSAN_IGNORE_BEGIN() __tsan_ignore_thread_begin()
+#define KS__TSAN_IGNORE_END() __tsan_ignore_thread_end()
+/* The child's code is not instrumented either: it never returns from its
+ * frames (it execs or exits), and each instrumented frame would be left on
+ * the spawning thread's shadow stack, which then overflows after enough
+ * spawns. Nor may it call an interceptor it does not return from (_exit):
+ * that leaves the thread ignoring every access from then on. */
+#if defined(__clang__)
+#define KS__CHILD_FN __attribute__((disable_sanitizer_instrumentation))
+#else
+#define KS__CHILD_FN __attribute__((no_sanitize_thread))
+#endif
+#define KS__CHILD_EXIT(status) ((void) syscall(SYS_exit_group, (status)), __builtin_unreachable())
+#else
+#define KS__CLONE clone
+#define KS__TSAN_IGNORE_BEGIN() ((void) 0)
+#define KS__TSAN_IGNORE_END() ((void) 0)
+#define KS__CHILD_FN
+#define KS__CHILD_EXIT(status) _exit(status)
+#endif
 
 #define KS__CHILD_STACK_SIZE (64 * 1024)
 #define KS__FALLBACK_FD_LIMIT 65536
@@ -84,31 +138,42 @@ static const char *ks__step_syscall(int step) {
   }
 }
 
-static __attribute__((noreturn)) void ks__child_fail(struct ks__child *c, int step,
-                                                     int errnum) {
+static KS__CHILD_FN __attribute__((noreturn)) void ks__child_fail(struct ks__child *c, int step,
+                                                                  int errnum) {
   c->errnum = errnum;
   c->step = step;
-  _exit(127);
+  KS__CHILD_EXIT(127);
+}
+
+static KS__CHILD_FN void ks__child_default_signal(int sig) {
+#ifdef KS__TSAN
+  /* All zero is SIG_DFL, no flags and an empty mask in every kernel layout
+   * of struct sigaction; 8 bytes is the kernel's signal set. */
+  unsigned long act[4] = {0, 0, 0, 0};
+  (void) syscall(SYS_rt_sigaction, sig, act, NULL, 8);
+#else
+  struct sigaction dfl;
+  memset(&dfl, 0, sizeof dfl);
+  dfl.sa_handler = SIG_DFL;
+  (void) sigaction(sig, &dfl, NULL);
+#endif
 }
 
 /* Runs in the child, on its own stack but in our address space: only
  * async-signal-safe calls, no allocation, no locks, no writes to our memory
  * except the failure report. */
-static int ks__child_main(void *arg) {
+static KS__CHILD_FN int ks__child_main(void *arg) {
   struct ks__child *c = arg;
   const struct ks_spawn_plan *plan = c->plan;
-  struct sigaction dfl;
   sigset_t empty;
   int i;
 
   /* Node ignores SIGPIPE and installs handlers; execve keeps ignored
    * dispositions, so reset every one or `yes | head -1` hangs in the box.
    * Without CLONE_SIGHAND this changes only the child's table. */
-  memset(&dfl, 0, sizeof dfl);
-  dfl.sa_handler = SIG_DFL;
   for (i = 1; i < NSIG; i++) {
     if (i != SIGKILL && i != SIGSTOP)
-      (void) sigaction(i, &dfl, NULL);
+      ks__child_default_signal(i);
   }
 
   /* A new session: its own process group to kill as a unit, and no
@@ -276,8 +341,10 @@ static pid_t ks__clone(struct ks__child *c, bool with_pidfd, int *ret_pidfd) {
   /* No handler of ours may run in the child while it shares our memory. */
   sigfillset(&all);
   (void) pthread_sigmask(SIG_SETMASK, &all, &old);
-  pid = clone(ks__child_main, (char *) stack + KS__CHILD_STACK_SIZE, flags, c, ret_pidfd);
+  KS__TSAN_IGNORE_BEGIN();
+  pid = KS__CLONE(ks__child_main, (char *) stack + KS__CHILD_STACK_SIZE, flags, c, ret_pidfd);
   saved = errno;
+  KS__TSAN_IGNORE_END();
   ks__stack_unpoison(stack); /* CLONE_VFORK: the child is done with it */
   (void) pthread_sigmask(SIG_SETMASK, &old, NULL);
   errno = saved;

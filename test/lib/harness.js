@@ -154,9 +154,20 @@ function privateKern(dir) {
   return k;
 }
 
-/** True when the suite runs on the ASan+UBSan addon (npm run test:asan):
- * everything is several times slower, so pure timing bounds are relaxed. */
-const underSanitizer = process.env.KERN_SANDBOX_BUILD === "Debug";
+/** The addon build KERN_SANDBOX_BUILD selects (lib/binding.js): Release,
+ * Debug (ASan + UBSan, npm run test:asan) or Tsan (npm run test:tsan). */
+const flavourOf = (v) => (["Debug", "Tsan"].includes(v) ? v : "Release");
+
+/** The build this process runs on. */
+const addonFlavour = flavourOf(process.env.KERN_SANDBOX_BUILD);
+
+/** The build a Node child of this process loads: under test:tsan, the
+ * release build (children run without the TSan runtime: test/00.setup.js). */
+const childAddonFlavour = () => (addonFlavour === "Tsan" ? "Release" : addonFlavour);
+
+/** True on a sanitizer build: everything is several times slower, so pure
+ * timing bounds are relaxed. */
+const underSanitizer = addonFlavour !== "Release";
 
 /** How long to wait for something to *start* (a Node child, a Worker, a
  * box): `ms` on the release build, at least 30 s on the sanitizer build,
@@ -207,5 +218,5 @@ function cleanup() {
 module.exports = {
   repo, testRoot, fakeKern, stateDir, recordedArgv, clearState, tmpDir, children,
   processes, processesUsing, processesWith, processesIn, openFds, sleep, waitFor, skip, cleanup,
-  underSanitizer, startWait, mountTmpfs, umount, have, exitOf, note, privateKern,
+  addonFlavour, childAddonFlavour, underSanitizer, startWait, mountTmpfs, umount, have, exitOf, note, privateKern,
 };

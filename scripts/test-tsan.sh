@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# Runs the mocha suite (or the files given) against the ThreadSanitizer
+# build of the addon (build/Tsan), with the TSan runtime preloaded into Node:
+#
+#   npm run test:tsan              # the whole suite
+#   npm run test:tsan -- --no-config --require test/00.setup.js test/30.run.test.js
+#
+# Node and V8 are not instrumented, so their own memory accesses are never
+# checked; their locks and atomics are (the runtime intercepts pthread), which
+# is what orders our threads against theirs: the supervisor and scan threads,
+# the reaper threads, libuv's workers and the JS thread meet only through
+# those. Every report goes to a log file per process. The run fails on any
+# report with a frame of ours (our module or our sources): a data race, a
+# lock-order inversion, a thread leak, a use of a destroyed mutex. Reports
+# with no frame of ours are Node's or V8's (for example a race TSan infers
+# between two of V8's platform threads, whose atomics it cannot see) and are
+# counted, not judged.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+node scripts/build-addon.js --tsan >/dev/null || exit 1
+
+logs=$(mktemp -d "${TMPDIR:-/tmp}/ks-tsan-XXXXXX")
+# Some children run as an unprivileged user (C13) and log here too.
+chmod 1777 "$logs"
+tsan_rt=$(gcc -print-file-name=libtsan.so)
+# ignore_interceptors_accesses=1: memory touched by intercepted libc calls
+# (memcpy, strcmp, write's buffer) is not checked. Called from V8 those are
+# V8's own accesses, which it orders with atomics TSan does not see; our code
+# is compiled with TSan, so its own loads and stores (and its memcpy, which
+# the compiler instruments) are still checked. exitcode=0 and
+# halt_on_error=0: reports are judged below, per report. report_signal_unsafe=0:
+# Node's signal handlers are not ours.
+export TSAN_OPTIONS="log_path=$logs/tsan:exitcode=0:halt_on_error=0:ignore_interceptors_accesses=1:report_signal_unsafe=0:second_deadlock_stack=1${TSAN_OPTIONS:+:$TSAN_OPTIONS}"
+export KERN_SANDBOX_BUILD=Tsan
+
+# Positive controls, before the suite: our build is instrumented, and a
+# deliberate race in an addon built the same way is reported to the logs
+# under these options (test/fixtures/tsan-race.c).
+if ! nm -D build/Tsan/kern_sandbox.node | grep ' U __tsan_func_entry' >/dev/null; then
+  echo "test-tsan: build/Tsan/kern_sandbox.node is not instrumented" >&2
+  exit 1
+fi
+ctl=$(mktemp -d "${TMPDIR:-/tmp}/ks-tsan-control-XXXXXX")
+nodeinc=$(node -p 'require("path").resolve(process.execPath, "../../include/node")')
+if ! gcc -std=gnu11 -fsanitize=thread -O1 -g -fPIC -shared -I"$nodeinc" \
+    -o "$ctl/race.node" test/fixtures/tsan-race.c ||
+  ! LD_PRELOAD=$tsan_rt TSAN_OPTIONS="$TSAN_OPTIONS:log_path=$ctl/tsan" node -e "require('$ctl/race.node').race()" ||
+  ! grep -qs 'WARNING: ThreadSanitizer: data race' "$ctl"/tsan.* ||
+  ! grep -qs 'tsan-race.c' "$ctl"/tsan.*; then
+  echo "test-tsan: positive control failed: no race report for test/fixtures/tsan-race.c" >&2
+  cat "$ctl"/tsan.* >&2 2>/dev/null
+  rm -rf "$ctl"
+  exit 1
+fi
+rm -rf "$ctl"
+echo "test-tsan: positive control reported (a planted race in test/fixtures/tsan-race.c)"
+
+export LD_PRELOAD=$tsan_rt
+
+# npm's own code (npx) crashes under the TSan runtime; mocha does not.
+node node_modules/mocha/bin/mocha.js "$@"
+status=$?
+unset LD_PRELOAD
+
+node - "$logs" <<'JS'
+const fs = require("fs");
+const path = require("path");
+const dir = process.argv[2];
+let bad = 0;
+let foreign = 0;
+for (const f of fs.readdirSync(dir)) {
+  const text = fs.readFileSync(path.join(dir, f), "utf8");
+  // Its closing count ("ThreadSanitizer: reported N warnings") is not a report.
+  const reports = text.replace(/^ThreadSanitizer: reported \d+ warnings\n?/gm, "");
+  for (const block of reports.split(/^==================$/m)) {
+    if (!/ThreadSanitizer/.test(block)) continue;
+    // A report with a frame of ours, or anything else the runtime says that
+    // is not a report (a CHECK failure, "Dying", a thread that ended with
+    // ignores left on): the run's verdict cannot be trusted.
+    if (/kern_sandbox\.node|\/csrc\//.test(block) || !/WARNING: ThreadSanitizer/.test(block)) {
+      bad++;
+      console.error(`tsan report in ${f}:\n${block.slice(0, 6000)}`);
+    } else {
+      foreign++;
+    }
+  }
+}
+console.log(`tsan: ${bad} report(s) against the addon; ${foreign} report(s) with no frame of ours ignored`);
+process.exit(bad > 0 ? 1 : 0);
+JS
+filter=$?
+[ "${KS_TSAN_KEEP_LOGS:-}" = 1 ] || rm -rf "$logs"
+[ "$status" -eq 0 ] && [ "$filter" -eq 0 ]
