@@ -5,16 +5,14 @@
 #   npm run test:tsan              # the whole suite
 #   npm run test:tsan -- --no-config --require test/00.setup.js test/30.run.test.js
 #
-# Node and V8 are not instrumented, so their own memory accesses are never
-# checked; their locks and atomics are (the runtime intercepts pthread), which
-# is what orders our threads against theirs: the supervisor and scan threads,
-# the reaper threads, libuv's workers and the JS thread meet only through
-# those. Every report goes to a log file per process. The run fails on any
-# report with a frame of ours (our module or our sources): a data race, a
-# lock-order inversion, a thread leak, a use of a destroyed mutex. Reports
-# with no frame of ours are Node's or V8's (for example a race TSan infers
-# between two of V8's platform threads, whose atomics it cannot see) and are
-# counted, not judged.
+# Node and V8 are not instrumented, so their own memory accesses (and their
+# atomics) are never checked; their locks are seen, since the runtime
+# intercepts pthread. Those locks are what order our threads against theirs:
+# the supervisor and scan threads, the reaper threads, libuv's workers and the
+# JS thread meet only through them (queues, thread-safe functions, uv_work). Every report goes to a log file per process, and
+# scripts/sanitizer-verdict.js judges them: the run fails on any report with a
+# frame of ours (a data race, a lock-order inversion, a thread leak, a use of
+# a destroyed mutex) or on anything else the runtime says that is not a report.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -63,32 +61,7 @@ node node_modules/mocha/bin/mocha.js "$@"
 status=$?
 unset LD_PRELOAD
 
-node - "$logs" <<'JS'
-const fs = require("fs");
-const path = require("path");
-const dir = process.argv[2];
-let bad = 0;
-let foreign = 0;
-for (const f of fs.readdirSync(dir)) {
-  const text = fs.readFileSync(path.join(dir, f), "utf8");
-  // Its closing count ("ThreadSanitizer: reported N warnings") is not a report.
-  const reports = text.replace(/^ThreadSanitizer: reported \d+ warnings\n?/gm, "");
-  for (const block of reports.split(/^==================$/m)) {
-    if (!/ThreadSanitizer/.test(block)) continue;
-    // A report with a frame of ours, or anything else the runtime says that
-    // is not a report (a CHECK failure, "Dying", a thread that ended with
-    // ignores left on): the run's verdict cannot be trusted.
-    if (/kern_sandbox\.node|\/csrc\//.test(block) || !/WARNING: ThreadSanitizer/.test(block)) {
-      bad++;
-      console.error(`tsan report in ${f}:\n${block.slice(0, 6000)}`);
-    } else {
-      foreign++;
-    }
-  }
-}
-console.log(`tsan: ${bad} report(s) against the addon; ${foreign} report(s) with no frame of ours ignored`);
-process.exit(bad > 0 ? 1 : 0);
-JS
+node scripts/sanitizer-verdict.js tsan "$logs"
 filter=$?
 [ "${KS_TSAN_KEEP_LOGS:-}" = 1 ] || rm -rf "$logs"
 [ "$status" -eq 0 ] && [ "$filter" -eq 0 ]
