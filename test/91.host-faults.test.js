@@ -59,7 +59,7 @@ function nobodyWorld() {
   fs.chmodSync(dir, 0o755);
   const kern = privateKern(dir);
   const pkg = path.join(dir, "pkg");
-  const flavour = h.childAddonFlavour();
+  const flavour = h.childAddonFlavour;
   fs.cpSync(path.join(h.repo, "lib"), path.join(pkg, "lib"), { recursive: true });
   fs.copyFileSync(path.join(h.repo, "package.json"), path.join(pkg, "package.json"));
   fs.mkdirSync(path.join(pkg, "build", flavour), { recursive: true });

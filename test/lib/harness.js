@@ -154,16 +154,14 @@ function privateKern(dir) {
   return k;
 }
 
-/** The addon build KERN_SANDBOX_BUILD selects (lib/binding.js): Release,
- * Debug (ASan + UBSan, npm run test:asan) or Tsan (npm run test:tsan). */
-const flavourOf = (v) => (["Debug", "Tsan"].includes(v) ? v : "Release");
-
-/** The build this process runs on. */
-const addonFlavour = flavourOf(process.env.KERN_SANDBOX_BUILD);
+/** The addon build this process runs on (lib/binding.js): Release, Debug
+ * (ASan + UBSan, npm run test:asan) or Tsan (npm run test:tsan). */
+const addonFlavour = ["Debug", "Tsan"].includes(process.env.KERN_SANDBOX_BUILD)
+  ? process.env.KERN_SANDBOX_BUILD : "Release";
 
 /** The build a Node child of this process loads: under test:tsan, the
  * release build (children run without the TSan runtime: test/00.setup.js). */
-const childAddonFlavour = () => (addonFlavour === "Tsan" ? "Release" : addonFlavour);
+const childAddonFlavour = addonFlavour === "Tsan" ? "Release" : addonFlavour;
 
 /** True on a sanitizer build: everything is several times slower, so pure
  * timing bounds are relaxed. */
