@@ -9,7 +9,7 @@ const path = require("path");
 /** Whether the ThreadSanitizer runtime is in this process (preloaded). */
 function haveTsanRuntime() {
   try {
-    return /\/libtsan\.so/.test(fs.readFileSync("/proc/self/maps", "utf8"));
+    return /\/(libtsan|libclang_rt\.tsan[^/]*)\.so/.test(fs.readFileSync("/proc/self/maps", "utf8"));
   } catch {
     return false;
   }
@@ -37,6 +37,8 @@ try {
   err.cause = e;
   throw err;
 }
+// Which build this is, for the sanitizer runs to check (test/00.setup.js).
+Object.defineProperty(binding, "flavour", { value: flavour });
 
 // Test switches, read here under Node's environment lock (the addon never
 // calls getenv): KERN_SANDBOX_FORCE_FALLBACK takes the fallback paths a

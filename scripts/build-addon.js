@@ -46,6 +46,10 @@ if (!nodedir) {
 // and Release, so the Tsan configuration (binding.gyp) is built by make.
 const debug = process.argv.includes("--debug");
 const tsan = process.argv.includes("--tsan");
+if (debug && tsan) {
+  console.error("kern-sandbox: --debug and --tsan are two builds; ask for one at a time");
+  process.exit(2);
+}
 const extra = process.argv.slice(2).filter((a) => a !== "--debug" && a !== "--tsan");
 const [cmd, ...pre] = findNodeGyp();
 const root = path.resolve(__dirname, "..");

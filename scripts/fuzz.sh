@@ -151,12 +151,12 @@ for t in "${targets[@]}"; do
   elif [ -z "$execs" ]; then
     result="FAIL: no final stats (did it run?)"
   fi
-  if find "$arts" -type f -newer "$stamp" | grep -q .; then
+  if [ -n "$(find "$arts" -type f -newer "$stamp" -print -quit)" ]; then
     [ "$result" = ok ] && result="FAIL: new artifacts in ${arts#"$top"/}"
   fi
+  [ "$result" = ok ] || status=1
   older=$(find "$arts" -type f ! -newer "$stamp" | wc -l)
   [ "$older" -gt 0 ] && result+=" ($older older artifacts in ${arts#"$top"/}, not from this run)"
-  [ "$result" = ok ] || status=1
 
   line=$(printf '%-18s %5ss %11s execs  cov %-5s ft %-6s corpus %-12s rss %4sMB  %s' \
     "$t" "$((end - start))" "${execs:-?}" "${cov:-?}" "${ft:-?}" "${corp:-?}" "${rss:-?}" "$result")

@@ -1,6 +1,8 @@
 #!/usr/bin/env node
 // Judges the sanitizer logs of a suite run (scripts/test-asan.sh,
-// scripts/test-tsan.sh): `node scripts/sanitizer-verdict.js asan|tsan DIR`.
+// scripts/test-tsan.sh): `node scripts/sanitizer-verdict.js asan|tsan DIR
+// [PATTERN]`, where PATTERN (a regular expression) names one more module as
+// ours: the positive control's fixture.
 // Prints one line of counts and every report it holds against the addon;
 // exits 1 if there is one. A report is ours when a frame is in our module or
 // our sources; Node and V8 are not built with the sanitizers, and what they
@@ -10,7 +12,8 @@
 const fs = require("fs");
 const path = require("path");
 
-const ours = (block) => /kern_sandbox\.node|\/csrc\//.test(block);
+const extra = process.argv[4] ? new RegExp(process.argv[4]) : null;
+const ours = (block) => /kern_sandbox\.node|\/csrc\//.test(block) || (extra !== null && extra.test(block));
 
 // ASan + UBSan: any error report, from any process, fails the run; a leak
 // fails it when its allocation stack passes through the addon. Leaks with no
@@ -72,7 +75,7 @@ const judges = {
 
 const [kind, dir] = process.argv.slice(2);
 if (!judges[kind] || !dir) {
-  console.error("usage: node scripts/sanitizer-verdict.js asan|tsan DIR");
+  console.error("usage: node scripts/sanitizer-verdict.js asan|tsan DIR [PATTERN]");
   process.exit(2);
 }
 const [judge, ignoredWhat] = judges[kind];

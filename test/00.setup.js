@@ -30,7 +30,13 @@ if (h.addonFlavour === "Debug") process.env.ASAN_OPTIONS = `${process.env.ASAN_O
 // ThreadSanitizer: the runtime crashes dash and python3 at start (a NULL
 // setjmp interceptor), so no child may inherit the preload. A Node child
 // without the runtime loads the release build (lib/binding.js).
-if (h.addonFlavour === "Tsan") delete process.env.LD_PRELOAD;
+// And the run must be on that build, or its clean TSan log proves nothing.
+if (h.addonFlavour === "Tsan") {
+  delete process.env.LD_PRELOAD;
+  const loaded = require("../lib/binding").flavour;
+  if (loaded !== "Tsan")
+    throw new Error(`test:tsan: this process loaded the ${loaded} build of the addon (is libtsan preloaded?)`);
+}
 
 let baselineFds = null;
 let baselineSockets = new Set();

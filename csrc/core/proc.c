@@ -49,10 +49,11 @@
 /* ThreadSanitizer (npm run test:tsan) intercepts clone as if it were fork:
  * in the child it resets the sanitizer's state, which CLONE_VM shares with
  * this process, and every report after the first spawn is then noise (no
- * lock orders anything any more). Its sigaction interceptor likewise writes
- * the child's resets into a table this process shares. So under TSan the
- * child is made by glibc's own clone, resets its signals by raw syscalls,
- * and its memory accesses are not counted as the spawning thread's. */
+ * lock orders anything any more). So under TSan the child is made by glibc's
+ * own clone, runs uninstrumented code that makes raw system calls where
+ * libc's would be interceptors writing shared state (see the child's system
+ * calls below), and whatever it still does is not counted as the spawning
+ * thread's. */
 #include <dlfcn.h>
 #include <sys/syscall.h>
 void __tsan_ignore_thread_begin(void);
@@ -65,8 +66,13 @@ static ks__clone_fn ks__libc_clone(void) {
   if (f == NULL) {
     void *libc = dlopen("libc.so.6", RTLD_NOW | RTLD_NOLOAD);
     f = libc != NULL ? (ks__clone_fn) dlsym(libc, "clone") : NULL;
-    if (f == NULL)
-      f = clone; /* the interceptor: reports after this are not to be trusted */
+    if (f == NULL) {
+      /* The interceptor would make every later report noise: say so loudly
+       * (the TSan run fails on anything but a clean log). */
+      static const char msg[] = "ThreadSanitizer: kern-sandbox found no glibc clone\n";
+      (void) write(2, msg, sizeof msg - 1);
+      abort();
+    }
     atomic_store(&fn, f);
   }
   return f;
@@ -145,12 +151,31 @@ static KS__CHILD_FN __attribute__((noreturn)) void ks__child_fail(struct ks__chi
   KS__CHILD_EXIT(127);
 }
 
+/* The child's system calls. It shares our memory (CLONE_VM), and under TSan
+ * libc's dup2, close, fcntl and sigaction are interceptors that rewrite the
+ * sanitizer's tables of this process (its descriptors, its handlers): there
+ * the child makes them raw. close_range and execveat are raw in every build
+ * (compat.h's wrappers are not inlined into uninstrumented code, and an
+ * instrumented frame that never returns, as execveat's, stays on the spawning
+ * thread's shadow stack). */
+#ifdef KS__TSAN
+#define KS__C_DUP2(o, n) ((int) syscall(SYS_dup3, (o), (n), 0)) /* o != n here */
+#define KS__C_CLOSE(fd) ((int) syscall(SYS_close, (fd)))
+#define KS__C_FCNTL(fd, cmd, arg) ((int) syscall(SYS_fcntl, (fd), (cmd), (arg)))
+#else
+#define KS__C_DUP2(o, n) dup2((o), (n))
+#define KS__C_CLOSE(fd) close(fd)
+#define KS__C_FCNTL(fd, cmd, arg) fcntl((fd), (cmd), (arg))
+#endif
+#define KS__C_CLOSE_RANGE(first, last) ((int) syscall(SYS_close_range, (first), (last), 0))
+
 static KS__CHILD_FN void ks__child_default_signal(int sig) {
 #ifdef KS__TSAN
   /* All zero is SIG_DFL, no flags and an empty mask in every kernel layout
-   * of struct sigaction; 8 bytes is the kernel's signal set. */
-  unsigned long act[4] = {0, 0, 0, 0};
-  (void) syscall(SYS_rt_sigaction, sig, act, NULL, 8);
+   * of struct sigaction (64 bytes hold the largest); the kernel's signal set
+   * is (_NSIG - 1) / 8 bytes. */
+  unsigned long act[64 / sizeof(unsigned long)] = {0};
+  (void) syscall(SYS_rt_sigaction, sig, act, NULL, (_NSIG - 1) / 8);
 #else
   struct sigaction dfl;
   memset(&dfl, 0, sizeof dfl);
@@ -191,10 +216,10 @@ static KS__CHILD_FN int ks__child_main(void *arg) {
   for (i = 0; i < plan->nfds; i++) {
     int src = c->fds[i];
     if (src == i) {
-      int flags = fcntl(i, F_GETFD);
-      if (flags < 0 || fcntl(i, F_SETFD, flags & ~FD_CLOEXEC) < 0)
+      int flags = KS__C_FCNTL(i, F_GETFD, 0);
+      if (flags < 0 || KS__C_FCNTL(i, F_SETFD, flags & ~FD_CLOEXEC) < 0)
         ks__child_fail(c, KS__STEP_DUP, errno);
-    } else if (dup2(src, i) < 0) {
+    } else if (KS__C_DUP2(src, i) < 0) {
       ks__child_fail(c, KS__STEP_DUP, errno);
     }
   }
@@ -203,19 +228,19 @@ static KS__CHILD_FN int ks__child_main(void *arg) {
    * reach kern or the box. The held kern file stays until execveat, which
    * closes it (close-on-exec). */
   if (c->exec_fd < 0) {
-    if (!c->use_close_range || ks_sys_close_range((unsigned) plan->nfds, ~0U, 0) < 0) {
+    if (!c->use_close_range || KS__C_CLOSE_RANGE((unsigned) plan->nfds, ~0U) < 0) {
       c->close_range_failed = c->use_close_range;
       for (i = plan->nfds; i < c->fd_limit; i++)
-        (void) close(i);
+        (void) KS__C_CLOSE(i);
     }
   } else if (!c->use_close_range ||
              (c->exec_fd > plan->nfds &&
-              ks_sys_close_range((unsigned) plan->nfds, (unsigned) c->exec_fd - 1, 0) < 0) ||
-             ks_sys_close_range((unsigned) c->exec_fd + 1, ~0U, 0) < 0) {
+              KS__C_CLOSE_RANGE((unsigned) plan->nfds, (unsigned) c->exec_fd - 1) < 0) ||
+             KS__C_CLOSE_RANGE((unsigned) c->exec_fd + 1, ~0U) < 0) {
     c->close_range_failed = c->use_close_range;
     for (i = plan->nfds; i < c->fd_limit; i++) {
       if (i != c->exec_fd)
-        (void) close(i);
+        (void) KS__C_CLOSE(i);
     }
   }
 
@@ -229,7 +254,7 @@ static KS__CHILD_FN int ks__child_main(void *arg) {
   /* The file the session resolved and checked, not whatever the path names
    * now: a kern renamed over after the lookup never runs (A36). */
   if (c->exec_fd >= 0)
-    (void) ks_sys_execveat(c->exec_fd, "", plan->argv, plan->envp, AT_EMPTY_PATH);
+    (void) syscall(SYS_execveat, c->exec_fd, "", plan->argv, plan->envp, AT_EMPTY_PATH);
   else
     execve(plan->path, plan->argv, plan->envp);
   ks__child_fail(c, KS__STEP_EXECVE, errno);
