@@ -63,6 +63,8 @@ rm -rf "$ctl"
 echo "test-tsan: positive control reported (a planted race in test/fixtures/tsan-race.c)"
 
 export LD_PRELOAD=$tsan_rt
+# test/00.setup.js checks that this run did load the Tsan build.
+export KS_TSAN_RUN=1
 
 # npm's own code (npx) crashes under the TSan runtime; mocha does not.
 node node_modules/mocha/bin/mocha.js "$@"
