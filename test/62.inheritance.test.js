@@ -15,23 +15,37 @@ const procfs = require("./lib/procfs");
 
 const { note, privateKern } = h;
 
-/** Pids whose /proc/PID/<file> (environ, cmdline) holds needle, on the whole host. */
-function procHits(file, needle) {
-  const hits = [];
-  for (const pid of fs.readdirSync("/proc")) {
-    if (!/^\d+$/.test(pid)) continue;
-    try {
-      if (fs.readFileSync(`/proc/${pid}/${file}`).includes(needle)) hits.push(Number(pid));
-    } catch {
-      /* gone meanwhile, or a kernel thread */
-    }
-  }
-  return hits.sort((a, b) => a - b);
-}
-
 /** The process group of pid, or null once it is gone. */
 function pgrpOf(pid) {
   return procfs.readStat(pid)?.pgrp ?? null;
+}
+
+/**
+ * The processes whose /proc/PID/<file> (environ, cmdline) holds needle, on
+ * the whole host, each with its process group. The group is read around the
+ * file: a box's `sleep 0.1` that exits right after its environ was read
+ * keeps the group it had (read afterwards it would be null, which looks like
+ * a process outside every box: CI saw that once, under ASan).
+ */
+function procHolders(file, needle) {
+  const holders = [];
+  for (const name of fs.readdirSync("/proc")) {
+    if (!/^\d+$/.test(name)) continue;
+    const pid = Number(name);
+    const groupBefore = pgrpOf(pid);
+    try {
+      if (!fs.readFileSync(`/proc/${pid}/${file}`).includes(needle)) continue;
+    } catch {
+      continue; /* gone meanwhile, or a kernel thread */
+    }
+    holders.push({ pid, pgrp: pgrpOf(pid) ?? groupBefore });
+  }
+  return holders.sort((a, b) => a.pid - b.pid);
+}
+
+/** Pids whose /proc/PID/<file> holds needle. */
+function procHits(file, needle) {
+  return procHolders(file, needle).map((p) => p.pid);
 }
 
 /** fd number -> link target of a process. */
@@ -94,9 +108,11 @@ describe("what other processes get (A34, A37, A40)", function () {
 
           // Positive control: the secret is in the box's env (the scan sees it
           // where it belongs), and it travels to kern through fd 4.
-          const hits = procHits("environ", secret);
+          const holders = procHolders("environ", secret);
+          const hits = holders.map((p) => p.pid);
           assert.ok(workloads.every((p) => hits.includes(p)), `the workloads' env holds it: ${hits}`);
-          const outside = hits.filter((p) => kerns.includes(p) || !kerns.includes(pgrpOf(p)));
+          const outside = holders.filter((p) => kerns.includes(p.pid) || !kerns.includes(p.pgrp))
+            .map((p) => `${p.pid} (group ${p.pgrp})`);
           assert.deepStrictEqual(outside, [], "no process but the boxes' has it in its environ");
           assert.deepStrictEqual(procHits("cmdline", secret), []);
           const fd4 = kerns.map((k) => {
@@ -125,8 +141,8 @@ describe("what other processes get (A34, A37, A40)", function () {
         // The double kills only its direct workload: a box's `sleep 0.1` may
         // outlive it by up to 0.1 s (a real kern's pid namespace takes it
         // down at once). Any such straggler is in a box's group, and goes.
-        const stragglers = procHits("environ", secret);
-        assert.deepStrictEqual(stragglers.filter((p) => !kernsAtKill.includes(pgrpOf(p))), []);
+        const stragglers = procHolders("environ", secret);
+        assert.deepStrictEqual(stragglers.filter((p) => !kernsAtKill.includes(p.pgrp)), []);
         assert.ok(await h.waitFor(() => procHits("environ", secret).length === 0, 1000),
           `left with the secret in their environ: ${procHits("environ", secret)}`);
         assert.deepStrictEqual(procHits("cmdline", secret), []);
