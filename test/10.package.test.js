@@ -116,7 +116,7 @@ describe("the suite census (C23)", function () {
       out = `${e.stdout}${e.stderr}`;
       code = e.status;
     } finally {
-      for (const pid of h.processesWith(marker)) process.kill(pid, "SIGKILL");
+      h.killAll(h.processesWith(marker));
       if (cgroup !== null && fs.existsSync(cgroup)) fs.rmdirSync(cgroup);
       const kept = /the test root (\/\S+) is kept/.exec(out);
       if (kept && path.basename(kept[1]).startsWith("ks-test-")) fs.rmSync(kept[1], { recursive: true, force: true });

@@ -43,7 +43,7 @@ describe("engine", function () {
       note(`64 x sleep 1: wall ${wall.toFixed(0)} ms; ${lat.length} readFile calls, ` +
         `p95 ${p95.toFixed(2)} ms, max ${maxLat.toFixed(2)} ms`);
       assert.ok(results.every((r) => r.success));
-      assert.ok(wall < 2000, `wall ${wall} ms`);
+      assert.ok(wall < h.jsBound(2000, 2), `wall ${wall} ms`);
       // The threadpool is never held by a box: readFile keeps working. Its
       // worst case on a 2-core VM is set by the 128 process start-ups the
       // machine does meanwhile (child_process shows the same; see bench/),

@@ -18,7 +18,7 @@ describe("a misbehaving kern", function () {
     const r = await sh("sleep 30", { image: "fake:close-stdio", timeoutS: 1 });
     const wall = Date.now() - start;
     assert.strictEqual(r.fault && r.fault.type, "timeout");
-    assert.ok(wall >= 1000 && wall < 1500, `wall ${wall}`);
+    assert.ok(wall >= 1000 && wall < h.jsBound(1500), `wall ${wall}`);
   });
 
   it("C5: a grandchild in kern's group holds the pipes: resolves promptly, holder killed", async function () {
@@ -27,7 +27,7 @@ describe("a misbehaving kern", function () {
     const wall = Date.now() - start;
     assert.strictEqual(r.stdout, "done\n");
     assert.strictEqual(r.fault, null);
-    assert.ok(wall < 1000, `wall ${wall}`);
+    assert.ok(wall < h.jsBound(1000), `wall ${wall}`);
     assert.deepStrictEqual(await h.waitFor(() => h.processesUsing(h.fakeKern()).length === 0, 1000), true);
   });
 
@@ -53,10 +53,10 @@ describe("a misbehaving kern", function () {
     const wall = Date.now() - start;
     assert.strictEqual(r.stdout, "out\n");
     assert.strictEqual(r.exitCode, 0);
-    assert.ok(wall < 1000, `wall ${wall}: the drain after kern's exit is bounded`);
+    assert.ok(wall < h.jsBound(1000), `wall ${wall}: the drain after kern's exit is bounded`);
     // The double's daemon is outside kern's group: with a real kern it would
     // die with the box's pid namespace. Clean it up here.
-    for (const pid of h.processesUsing(h.fakeKern())) process.kill(pid, "SIGKILL");
+    h.killAll(h.processesUsing(h.fakeKern()));
   });
 
   it("a kern that ignores SIGTERM is still killed at the deadline", async function () {
@@ -86,8 +86,9 @@ describe("a misbehaving kern", function () {
     const results = await all;
     const wall = Date.now() - start;
     assert.ok(results.every((r) => r.fault && r.fault.type === "timeout"));
-    assert.ok(wall < 1500, `wall ${wall}: resolving never waits for kern stop`);
-    assert.ok(Math.max(...lat) < 100, `readFile max ${Math.max(...lat)} ms`);
+    // A hung stop would show as 10 s (the engine's deadline for `kern stop`).
+    assert.ok(wall < h.jsBound(1500), `wall ${wall}: resolving never waits for kern stop`);
+    assert.ok(Math.max(...lat) < h.jsBound(100, 10), `readFile max ${Math.max(...lat)} ms`);
     const stops = fs.readFileSync(path.join(h.stateDir(), "stops.log"), "utf8");
     assert.ok(stops.split("\n").filter(Boolean).length >= 8, "kern stop ran for each box");
     assert.strictEqual(binding.liveBoxes(), 0);

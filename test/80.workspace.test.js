@@ -346,7 +346,7 @@ describe("workspace I/O against a hostile workspace", function () {
       { op: "read", path: "plain", expect: "ok", want: "plain\n" },
     ];
     const { mine, fb } = await bothModes(sbx, ws, ops);
-    for (const r of [...mine, ...fb]) assert.ok(r.ms < 100, `a call took ${r.ms} ms`);
+    for (const r of [...mine, ...fb]) assert.ok(r.ms < h.jsBound(100, 10), `a call took ${r.ms} ms`);
     const fd = binding.wsOpen(ws, false);
     try {
       for (const p of ["fifo", "sock", "dev"])
@@ -373,8 +373,8 @@ describe("workspace I/O against a hostile workspace", function () {
     const fsRead = await fsDone;
     assert.deepStrictEqual([...new Set(codes)], ["EINVAL"]);
     assert.strictEqual(fsRead.len, 1024);
-    assert.ok(fsRead.ms < 100, `a parallel fs.readFile took ${fsRead.ms} ms`);
-    assert.ok(apiMs < 100, `32 FIFO calls took ${apiMs} ms`);
+    assert.ok(fsRead.ms < h.jsBound(100, 10), `a parallel fs.readFile took ${fsRead.ms} ms`);
+    assert.ok(apiMs < h.jsBound(100, 10), `32 FIFO calls took ${apiMs} ms`);
   });
 
   it("A21: writeFile on one name of a hardlinked file replaces only that name (wsfs.h policy)", async function () {
@@ -440,10 +440,10 @@ describe("workspace I/O against a hostile workspace", function () {
     const mine = await probe.runOps(sbx, ops.slice(0, 2));
     const rss1 = process.memoryUsage().rss;
     assert.deepStrictEqual(mismatches(mine, ops.slice(0, 2), R), []);
-    for (const r of mine) assert.ok(r.ms < 100, `EFBIG took ${r.ms} ms`);
+    for (const r of mine) assert.ok(r.ms < h.jsBound(100, 10), `EFBIG took ${r.ms} ms`);
     assert.ok(rss1 - rss0 < 16 * MiB, `RSS grew by ${(rss1 - rss0) / MiB} MiB`);
     const { fb } = await bothModes(sbx, ws, ops);
-    assert.ok(fb[0].ms < 100 && fb[1].ms < 100);
+    assert.ok(fb[0].ms < h.jsBound(100, 10) && fb[1].ms < h.jsBound(100, 10), `EFBIG took ${fb[0].ms}, ${fb[1].ms} ms`);
   });
 
   it("A22: a file growing while it is read gives a consistent prefix each time, never an error", async function () {

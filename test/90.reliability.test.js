@@ -211,9 +211,12 @@ describe("reliability", function () {
       // Boxes whose deadline (0.5 s) falls while threads come and go.
       const spinner = (async () => {
         while (!churnDone) {
+          // The box prints its own group: read here, in onStdout, it could
+          // be gone already if the JS thread is late (a Worker starting).
           let pgid = null;
-          const r = await runCode("trap '' TERM; echo $$; while :; do sleep 1; done",
-            { language: "bash", timeoutS: 0.5, onStdout: (d) => (pgid = pgrpOf(Number(String(d).trim()))) });
+          const r = await runCode("trap '' TERM; read -r _ _ _ _ g _ < /proc/$$/stat; echo $g; " +
+            "while :; do sleep 1; done",
+          { language: "bash", timeoutS: 0.5, onStdout: (d) => (pgid = Number(String(d).trim())) });
           const gone = pgid !== null && await h.waitFor(() => groupGone(pgid), 1000, 20);
           spins.push(r.durationMs - 500);
           if (!(r.fault && r.fault.type === "timeout") || !gone || r.durationMs - 500 > 2500)

@@ -155,14 +155,9 @@ describe("host faults", function () {
         // workload's shell forked outlives it (a real kern's pid namespace
         // takes it down with the box). Those sit in the workspace: count and
         // end them, so that the suite's census (C23) sees the package's leaks.
-        for (const pid of h.processesIn(ws)) {
-          stragglers++;
-          try {
-            process.kill(pid, "SIGKILL");
-          } catch {
-            /* gone meanwhile */
-          }
-        }
+        const left = h.processesIn(ws);
+        stragglers += left.length;
+        h.killAll(left);
         fs.rmSync(ws, { recursive: true, force: true });
       }
       note(`${instants} kills: boxes live at ${liveAtKill} of them; all gone, the slowest after ${worst} ms; ` +
@@ -252,7 +247,7 @@ describe("host faults", function () {
         note(`${bomb} bomb, RLIMIT_NPROC ${r.limit} (${r.budget} left for the box): peak ${r.peakTasks} ` +
           `tasks; bomb run ` +
           `${JSON.stringify(r.bomb)}; during: ${JSON.stringify(r.during.error ? r.during.error.code : r.during)}; ` +
-          `${r.leftover} live tasks left (${r.zombies} zombies, reaped by init in ${r.reapedByInitMs} ms); ` +
+          `${r.leftover} live tasks left after ${r.leftoverWaitMs} ms (${r.zombies} zombies, reaped by init in ${r.reapedByInitMs} ms); ` +
           `after: ${JSON.stringify(r.after)}`);
         assert.strictEqual(r.uid, NOBODY);
         // Positive control: the bomb did fill the user's task budget (give or

@@ -43,11 +43,13 @@ function stateDir() {
 function recordedArgv(name) {
   const dir = stateDir();
   if (!name) {
-    const files = fs.readdirSync(dir).filter((f) => f.endsWith(".argv"))
-      .map((f) => ({ f, t: fs.statSync(path.join(dir, f)).mtimeMs }))
-      .sort((a, b) => b.t - a.t);
-    if (files.length === 0) throw new Error("no box recorded");
-    name = files[0].f.slice(0, -".argv".length);
+    // By the double's CLOCK_MONOTONIC stamp, not mtime: mtimes tick every
+    // few ms, so two boxes run back to back can share one.
+    const boxes = fs.readdirSync(dir).filter((f) => f.endsWith(".argv")).map((f) => f.slice(0, -".argv".length))
+      .map((box) => ({ box, t: BigInt(fs.readFileSync(path.join(dir, `${box}.started`), "utf8")) }))
+      .sort((a, b) => (a.t < b.t ? 1 : a.t > b.t ? -1 : 0));
+    if (boxes.length === 0) throw new Error("no box recorded");
+    name = boxes[0].box;
   }
   const raw = fs.readFileSync(path.join(dir, `${name}.argv`), "utf8");
   return raw.split("\0").slice(0, -1);
@@ -176,6 +178,27 @@ function startWait(ms) {
   return underSanitizer ? Math.max(ms, 30000) : ms;
 }
 
+/** An upper bound on a wall time measured from JS: `ms` on the release
+ * build, `factor` times that on a sanitizer build, where the test process
+ * and the addon run several times slower (box workloads do not: the double
+ * gives them a fresh environment, without the preload). Only for bounds
+ * that tell "prompt" from "hung"; a bound the catalogue sets is never
+ * stretched. */
+function jsBound(ms, factor = 3) {
+  return underSanitizer ? ms * factor : ms;
+}
+
+/** Sends signal to each pid; one that is gone meanwhile is not an error. */
+function killAll(pids, signal = "SIGKILL") {
+  for (const pid of pids) {
+    try {
+      process.kill(pid, signal);
+    } catch (e) {
+      if (e.code !== "ESRCH") throw e;
+    }
+  }
+}
+
 /** Mounts a tmpfs on a fresh dir (root only); null with the reason otherwise. */
 function mountTmpfs(opts) {
   const dir = tmpDir("tmpfs-");
@@ -216,5 +239,5 @@ function cleanup() {
 module.exports = {
   repo, testRoot, fakeKern, stateDir, recordedArgv, clearState, tmpDir, children,
   processes, processesUsing, processesWith, processesIn, openFds, sleep, waitFor, skip, cleanup,
-  addonFlavour, childAddonFlavour, underSanitizer, startWait, mountTmpfs, umount, have, exitOf, note, privateKern,
+  addonFlavour, childAddonFlavour, underSanitizer, startWait, jsBound, killAll, mountTmpfs, umount, have, exitOf, note, privateKern,
 };
