@@ -43,7 +43,10 @@ describe("engine", function () {
       note(`64 x sleep 1: wall ${wall.toFixed(0)} ms; ${lat.length} readFile calls, ` +
         `p95 ${p95.toFixed(2)} ms, max ${maxLat.toFixed(2)} ms`);
       assert.ok(results.every((r) => r.success));
-      assert.ok(wall < h.jsBound(2000, 2), `wall ${wall} ms`);
+      // Issue 2's figure, on every build: the workloads run without the
+      // sanitizer, so its runs are no slower (26 runs in saved CI and suite
+      // logs, all builds, most beside fuzzers: 1,447-1,942 ms).
+      assert.ok(wall < 2000, `wall ${wall} ms`);
       // The threadpool is never held by a box: readFile keeps working. Its
       // worst case on a 2-core VM is set by the 128 process start-ups the
       // machine does meanwhile (child_process shows the same; see bench/),

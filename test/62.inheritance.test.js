@@ -77,7 +77,7 @@ describe("what other processes get (A34, A37, A40)", function () {
       it(`A34 (${what}): while boxes run and after kill -9 of Node, the secret is in no ` +
         "/proc/*/environ but the box workloads', in no /proc/*/cmdline and in no file under " +
         "$TMPDIR", async function () {
-        this.timeout(30000);
+        this.timeout(60000); // above startWait's 30 s, so a failed wait reports itself
         const dir = fs.realpathSync(h.tmpDir("a34-"));
         const kern = privateKern(dir);
         const tmp = path.join(dir, "tmp");
