@@ -29,9 +29,7 @@ function pgrpOf(pid) {
  */
 function procHolders(file, needle) {
   const holders = [];
-  for (const name of fs.readdirSync("/proc")) {
-    if (!/^\d+$/.test(name)) continue;
-    const pid = Number(name);
+  for (const pid of procfs.pids()) {
     const groupBefore = pgrpOf(pid);
     try {
       if (!fs.readFileSync(`/proc/${pid}/${file}`).includes(needle)) continue;
