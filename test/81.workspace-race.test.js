@@ -3,11 +3,12 @@
 // The H4 race (SECURITY-CASES.md A17, A18; figure D2): a box runs
 // test/fixtures/swapper.c, which keeps exchanging d (a real directory of the
 // workspace) and l (a symlink to $OUTER) with renameat2(RENAME_EXCHANGE),
-// while the host does 100,000 writeFile("d/f")/readFile("d/f") calls
-// through the API, 16 in flight. Nothing may be written under $OUTER (H3:
-// the exact set of paths, contents and mtimes), no read may return
-// $OUTER/f, and every refusal must be one of the documented codes. Run once
-// with openat2 and once, in a child node, with the O_NOFOLLOW fallback forced.
+// while the host does 100,000 writeFile("d/f")/readFile("d/f") calls (400,000
+// with KERN_SANDBOX_STRESS=1) through the API, 16 in flight. Nothing may be
+// written under $OUTER (H3: the exact set of paths, contents and mtimes), no
+// read may return $OUTER/f, and every refusal must be one of the documented
+// codes. Run once with openat2 and once, in a child node, with the O_NOFOLLOW
+// fallback forced.
 const assert = require("assert");
 const crypto = require("crypto");
 const fs = require("fs");
@@ -24,7 +25,9 @@ const CONCURRENCY = 16;
 const MIN_SWAPS = 1000;
 const ALLOWED = ["ELOOP", "ENOTDIR", "ENOENT", "EAGAIN"];
 
-describe("workspace race (H4): d <-> l -> $OUTER exchanged during 100,000 host calls", function () {
+const opsTitle = OPS.toLocaleString("en-US");
+
+describe(`workspace race (H4): d <-> l -> $OUTER exchanged during ${opsTitle} host calls per mode`, function () {
   let ws;
   let outer;
   let sbx;
