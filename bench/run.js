@@ -222,8 +222,8 @@ async function timeoutPrecision() {
  * One round of a `head -c BYTES /dev/zero` flood: the baseline pipes it into
  * `cat > /dev/null` outside any box, then a box prints it under `cap`. Returns
  * both times (ms), the process's peak RSS during the box's run and its
- * growth over the RSS before it. The
- * event-loop monitors are paused over the synchronous baseline.
+ * growth over the RSS before it. The event-loop monitors are paused over the
+ * synchronous baseline and resumed for the box's run.
  */
 async function floodRound(bytes, cap, monitors = [loop]) {
   for (const m of monitors) m.disable(); // the baseline blocks the loop by design
@@ -270,8 +270,7 @@ async function flood() {
  */
 async function flood10g() {
   const cap = 64 * MiB;
-  const own = loopMonitor();
-  own.enable();
+  const own = loopMonitor(); // floodRound starts it after the baseline
   const r = await floodRound(10 * 2 ** 30, cap, [loop, own]);
   own.disable();
   const p99 = own.hist.percentile(99) / 1e6;
