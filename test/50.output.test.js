@@ -108,7 +108,8 @@ describe("output", function () {
     it("onStdout/onStderr get every chunk while result.stdout is complete", async function () {
       const out = [];
       const err = [];
-      const r = await sh("for i in 1 2 3; do echo out$i; echo err$i >&2; sleep 0.05; done", {
+      // Gaps of 0.2 s: a stalled machine must not merge the three writes.
+      const r = await sh("for i in 1 2 3; do echo out$i; echo err$i >&2; sleep 0.2; done", {
         onStdout: (c) => out.push(c),
         onStderr: (c) => err.push(c),
       });

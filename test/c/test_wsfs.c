@@ -461,6 +461,7 @@ static void test_special(int root) {
 struct grower {
   int fd;
   atomic_bool stop;
+  int err; /* errno of a failed write (the loop stops), else 0 */
 };
 
 static void *grow_loop(void *arg) {
@@ -468,8 +469,10 @@ static void *grow_loop(void *arg) {
   static char chunk[65536];
   memset(chunk, 'g', sizeof chunk);
   while (!atomic_load(&g->stop)) {
-    if (write(g->fd, chunk, sizeof chunk) < 0)
+    if (write(g->fd, chunk, sizeof chunk) < 0) {
+      g->err = errno;
       break;
+    }
   }
   return NULL;
 }
@@ -480,13 +483,19 @@ static void test_growing(int root) {
   char p[512];
   size_t max = 4 << 20;
   int efbig = 0, ok = 0;
+  double t0;
 
   snprintf(p, sizeof p, "%s/grow", ws);
   g.fd = open(p, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   MUST(g.fd >= 0);
   atomic_init(&g.stop, false);
+  g.err = 0;
   MUST(pthread_create(&th, NULL, grow_loop, &g) == 0);
-  for (int i = 0; i < 400 && efbig == 0; i++) {
+  /* Read until the file outgrows max, for up to 20 s: a count of reads is
+   * not enough, as a loaded machine may not run the writer for the whole of
+   * a few hundred quick reads of a small file (stop 11's CI). */
+  t0 = now_ms();
+  while (efbig == 0 && now_ms() - t0 < 20000) {
     void *data = NULL;
     size_t len = 0;
     int r = ks_ws_read_file(root, "grow", max, &data, &len, &e);
@@ -502,6 +511,7 @@ static void test_growing(int root) {
   atomic_store(&g.stop, true);
   pthread_join(th, NULL);
   close(g.fd);
+  CHECK(g.err == 0);
   CHECK(efbig > 0);
   unlink(p);
 }
