@@ -468,7 +468,9 @@ static void *grow_loop(void *arg) {
   struct grower *g = arg;
   static char chunk[65536];
   memset(chunk, 'g', sizeof chunk);
-  while (!atomic_load(&g->stop)) {
+  /* At most 64 MiB (16 times the reader's max): a reader stalled for long
+   * must not let the writer fill $TMPDIR. */
+  for (int n = 0; n < 1024 && !atomic_load(&g->stop); n++) {
     if (write(g->fd, chunk, sizeof chunk) < 0) {
       g->err = errno;
       break;
