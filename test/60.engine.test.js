@@ -225,7 +225,8 @@ int main(int argc, char **argv) {
     const child = spawn(process.execPath, [script, h.repo], { stdio: ["ignore", "pipe", "inherit"] });
     let out = "";
     child.stdout.on("data", (d) => (out += d));
-    const code = await new Promise((resolve) => child.on("exit", (c, s) => resolve(c ?? s)));
+    // 'close', not 'exit': only then has all of stdout been read.
+    const code = await new Promise((resolve) => child.on("close", (c, s) => resolve(c ?? s)));
     const wall = Date.now() - start;
     const census = JSON.parse(out);
     note(`100 boxes: exit ${code} after ${wall} ms; ${JSON.stringify(census)}`);

@@ -276,7 +276,7 @@ describe("what other processes get (A34, A37, A40)", function () {
         });`;
       const child = spawn(process.execPath, ["-e", code], { stdio: ["pipe", "pipe", "inherit"],
         env: { ...process.env, KERN_SANDBOX_FORCE_FALLBACK: "close_range" } });
-      const exited = h.exitOf(child);
+      const exited = h.closeOf(child); // its stdout is read after
       let out = "";
       child.stdout.on("data", (d) => (out += d));
       try {

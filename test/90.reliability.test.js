@@ -154,7 +154,8 @@ describe("reliability", function () {
         { stdio: ["ignore", "pipe", "inherit"] });
       let out = "";
       child.stdout.on("data", (d) => (out += d));
-      child.on("exit", (code, signal) => resolve({ code, signal, out }));
+      // 'close', not 'exit': only then has all of stdout been read.
+      child.on("close", (code, signal) => resolve({ code, signal, out }));
     });
     assert.deepStrictEqual({ code: r.code, signal: r.signal }, { code: 0, signal: null });
     assert.deepStrictEqual(JSON.parse(r.out), Array(3).fill("ascii\ncafé\n"));

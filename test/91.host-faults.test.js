@@ -656,6 +656,10 @@ describe("host faults", function () {
       w.once("message", resolve);
       w.once("error", reject);
     }));
+    // Listened for from the start: a Worker that reports first may exit
+    // while the others are still awaited, and a listener added after its
+    // 'exit' waits forever (a CI run of session 10 timed out so).
+    const exits = workers.map((w) => new Promise((resolve) => w.once("exit", resolve)));
     const start = Date.now();
     let bad = 0;
     let done = 0;
@@ -675,7 +679,7 @@ describe("host faults", function () {
       Atomics.store(stop, 0, 1);
     }
     const churned = await Promise.all(reports);
-    await Promise.all(workers.map((w) => new Promise((resolve) => w.once("exit", resolve))));
+    await Promise.all(exits);
     const wall = Date.now() - start;
     const gcs = churned.reduce((a, c) => a + c.gcs, 0);
     const rounds = churned.reduce((a, c) => a + c.rounds, 0);

@@ -225,12 +225,19 @@ function have(cmd) {
   }
 }
 
-/** [exitCode, signalCode] of a child process, once it has exited. */
+/** [exitCode, signalCode] of a child process, once it has exited. Its
+ * stdout may still hold unread data then: see closeOf. */
 function exitOf(child) {
   return new Promise((resolve) => {
     if (child.exitCode !== null || child.signalCode !== null) resolve([child.exitCode, child.signalCode]);
     else child.on("exit", (c, s) => resolve([c, s]));
   });
+}
+
+/** Like exitOf, but once the child's stdio streams have ended too ('close'),
+ * so that all it wrote has been read. Call it before the child can end. */
+function closeOf(child) {
+  return new Promise((resolve) => child.once("close", (c, s) => resolve([c, s])));
 }
 
 function cleanup() {
@@ -241,5 +248,5 @@ function cleanup() {
 module.exports = {
   repo, testRoot, fakeKern, stateDir, recordedArgv, clearState, tmpDir, children,
   processes, processesUsing, processesWith, processesIn, openFds, sleep, waitFor, skip, cleanup,
-  addonFlavour, childAddonFlavour, underSanitizer, startWait, jsBound, killAll, mountTmpfs, umount, have, exitOf, note, privateKern,
+  addonFlavour, childAddonFlavour, underSanitizer, startWait, jsBound, killAll, mountTmpfs, umount, have, exitOf, closeOf, note, privateKern,
 };
