@@ -99,7 +99,7 @@ describe("the suite census (C23)", function () {
       it("leaks", async function () {
         fs.openSync(${JSON.stringify(spec)}, "r");
         await new Sandbox().open();
-        spawn("sh", ["-c", "sleep 20", ${JSON.stringify(marker)}], { stdio: "ignore" }).unref();
+        spawn("sh", ["-c", "sleep 20; :", ${JSON.stringify(marker)}], { stdio: "ignore" }).unref();
         const before = listeningSockets().size;
         execFileSync("sh", ["-c", ${JSON.stringify(daemon)}]);
         // Up to 25 s for python to listen (a loaded machine, a sanitizer run).

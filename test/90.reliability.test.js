@@ -133,7 +133,9 @@ describe("reliability", function () {
       assert.ok(await h.waitFor(() => h.processesWith(marker, [child.pid]).length >= 2,
         h.startWait(10000)), "positive control: the Worker's box runs");
       child.stdin.end("go\n");
-      await terminated;
+      await Promise.race([terminated, exited.then((c) => {
+        throw new Error(`the child ended (${c}) before its Worker was terminated: ${out}`);
+      })]);
       const gone = await h.waitFor(() => h.processesWith(marker, [child.pid]).length === 0, 1000);
       const left = h.processesWith(marker, [child.pid]);
       assert.ok(gone, `left after worker.terminate(): ${left}`);
@@ -229,15 +231,27 @@ describe("reliability", function () {
             wrong.push(`spinner: ${JSON.stringify(r.fault)} ${r.durationMs} ms, pgid ${pgid} gone ${gone}`);
         }
       })();
-      assert.ok(await h.waitFor(() => h.processesWith(longMarker).length >= 2, h.startWait(10000)),
-        "the long box runs");
+      // Whatever fails below, the spinner stops and the long box ends, so
+      // that nothing of this test outlives it.
+      try {
+        assert.ok(await h.waitFor(() => h.processesWith(longMarker).length >= 2, h.startWait(10000)),
+          "the long box runs");
+      } catch (e) {
+        churnDone = true;
+        fs.writeFileSync(flag, "");
+        await Promise.all([spinner, long]);
+        throw e;
+      }
 
       const one = async (n) => {
         const kind = kinds[n];
         const marker = `c10-w${n}-${crypto.randomBytes(4).toString("hex")}`;
         const w = new Worker(workerCode, { eval: true, workerData: { repo: h.repo, kind, marker } });
         const exited = new Promise((resolve) => w.once("exit", resolve));
-        const message = new Promise((resolve) => w.once("message", resolve));
+        // A Worker that fails before it reports ends, and never sends: then
+        // `message` is undefined, and the checks below say so.
+        const message = Promise.race([new Promise((resolve) => w.once("message", resolve)),
+          exited.then(() => undefined)]);
         w.on("error", (e) => wrong.push(`worker ${n} (${kind}): ${e.message}`));
         let pgid = null;
         if (kind === "short") {
@@ -256,12 +270,15 @@ describe("reliability", function () {
       };
       const started = Date.now();
       let next = 0;
-      await Promise.all(Array.from({ length: 8 }, async () => {
-        for (let n = next++; n < 100; n = next++) await one(n);
-      }));
+      try {
+        await Promise.all(Array.from({ length: 8 }, async () => {
+          for (let n = next++; n < 100; n = next++) await one(n);
+        }));
+      } finally {
+        churnDone = true;
+        await spinner;
+      }
       const churnMs = Date.now() - started;
-      churnDone = true;
-      await spinner;
       const stillThere = h.processesWith(longMarker).length >= 2;
       fs.writeFileSync(flag, "");
       const r = await long;

@@ -104,14 +104,27 @@ describe("host faults", function () {
       { cwd: dir, env: { ...process.env, KERN_BIN: kern }, stdio: ["pipe", "pipe", "pipe"] });
       let stderr = "";
       child.stderr.on("data", (d) => (stderr += d));
-      const exited = h.exitOf(child);
-      await new Promise((resolve) => child.stdout.once("data", resolve));
-      // Positive control: four boxes (kern and its workload each) run.
-      assert.ok(await h.waitFor(() => h.processesWith(marker, [child.pid]).length >= 8,
-        h.startWait(5000)),
+      const closed = h.closeOf(child); // stderr is read after
+      let code;
+      let signal;
+      try {
+        await Promise.race([new Promise((resolve) => child.stdout.once("data", resolve)),
+          closed.then(([c, s]) => {
+            throw new Error(`the child ended (${c ?? s}) before its boxes ran: ${stderr.slice(-500)}`);
+          })]);
+        // Positive control: four boxes (kern and its workload each) run.
+        assert.ok(await h.waitFor(() => h.processesWith(marker, [child.pid]).length >= 8,
+          h.startWait(5000)),
         `the boxes run: ${h.processesWith(marker, [child.pid])}`);
-      child.stdin.end("go\n");
-      const [code, signal] = await exited;
+        child.stdin.end("go\n");
+        [code, signal] = await closed;
+      } finally {
+        // A failed control must not leave the child waiting on its stdin.
+        if (child.exitCode === null && child.signalCode === null) {
+          child.kill("SIGKILL");
+          await closed;
+        }
+      }
       // It really died of V8's heap limit, not of something else.
       assert.match(stderr, /heap out of memory|Reached heap limit/, stderr.slice(-500));
       assert.ok(signal === "SIGABRT" || code === 134, `ended by ${code ?? signal}`);
@@ -140,7 +153,10 @@ describe("host faults", function () {
         const child = spawn(process.execPath, [script, h.repo, marker, ws],
           { env: { ...process.env, KERN_BIN: kern, TMPDIR: tmp }, stdio: ["ignore", "pipe", "inherit"] });
         const exited = h.exitOf(child);
-        await new Promise((resolve) => child.stdout.once("data", resolve));
+        await Promise.race([new Promise((resolve) => child.stdout.once("data", resolve)),
+          exited.then(([c, s]) => {
+            throw new Error(`instant ${k}: the child ended (${c ?? s}) before its first box`);
+          })]);
         await h.sleep(Math.random() * 200);
         if (h.processesWith(marker, [child.pid]).length > 0) liveAtKill++;
         child.kill("SIGKILL");

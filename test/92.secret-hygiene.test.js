@@ -62,7 +62,8 @@ describe("D10: secret hygiene", function () {
         path.join("/dev/shm", `ks-d10-${crypto.randomBytes(4).toString("hex")}`)];
       fs.mkdirSync(path.dirname(planted[0]));
       for (const f of planted) fs.writeFileSync(f, `before ${canary} after`);
-      const inArgv = spawn("sh", ["-c", "sleep 30", canary], { stdio: "ignore" });
+      // "; :" keeps sh alive where it would exec sleep (bash), with the canary in its argv.
+      const inArgv = spawn("sh", ["-c", "sleep 30; :", canary], { stdio: "ignore" });
       const inEnv = spawn("sleep", ["30"], { stdio: "ignore", env: { PLANTED: canary, PATH: process.env.PATH } });
       try {
         const found = await h.waitFor(() => {
