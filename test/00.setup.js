@@ -141,6 +141,10 @@ exports.mochaHooks = {
       }
     }
     console.log(`\n  census (C23): ${JSON.stringify({ ...census, tmpEntries: fs.readdirSync(TMP).length })}`);
+    // Recorded: now end what a failed test left running (a child waiting on
+    // its stdin, say), so that the run still ends by itself (no --exit).
+    h.killAll([...census.children.filter((c) => c.state !== "Z").map((c) => c.pid),
+      ...census.processes.map((p) => p.pid)]);
     const root = h.testRoot();
     if (noChildren && noProcesses && fdsBack && census.tmpLeftovers.length === 0) h.cleanup();
     assert.deepStrictEqual(census, { liveBoxes: 0, children: [], processes: [], fds: [], tmpLeftovers: [],
