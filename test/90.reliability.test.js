@@ -209,6 +209,10 @@ describe("reliability", function () {
     // The Workers that end with a session open: its descriptors (workspace,
     // kern) and its temporary workspace must go with the Worker's teardown.
     const workspaces = () => fs.readdirSync(os.tmpdir()).filter((e) => e.startsWith("kern-ws-"));
+    // The baseline once nothing of an earlier test is still ending: a hung
+    // `kern stop` of 65's C19 holds descriptors up to its 10 s deadline, and
+    // in the TSan subset (30, 60, 65, 90) it was still running here.
+    await h.waitFor(() => h.children().length === 0, 15000);
     const fds0 = h.openFds();
     const ws0 = workspaces();
     let churnDone = false;
