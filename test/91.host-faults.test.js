@@ -115,7 +115,7 @@ describe("host faults", function () {
         // Positive control: four boxes (kern and its workload each) run.
         assert.ok(await h.waitFor(() => h.processesWith(marker, [child.pid]).length >= 8,
           h.startWait(5000)),
-        `the boxes run: ${h.processesWith(marker, [child.pid])}`);
+          `the boxes run: ${h.processesWith(marker, [child.pid])}`);
         child.stdin.end("go\n");
         [code, signal] = await closed;
       } finally {
