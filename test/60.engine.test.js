@@ -248,10 +248,7 @@ int main(int argc, char **argv) {
       [path.join(h.repo, "test/fixtures/scripts/parent-death.js"), h.repo, marker, h.tmpDir("pd-")],
       { stdio: ["ignore", "pipe", "inherit"] });
     const exited = h.exitOf(child);
-    await Promise.race([new Promise((resolve) => child.stdout.once("data", resolve)),
-      exited.then(([c, s]) => {
-        throw new Error(`the child ended (${c ?? s}) before its boxes ran`);
-      })]);
+    await h.firstOutput(child, exited);
     // kern and the box both carry the marker in their argv: 4 boxes, 8 processes.
     const running = await h.waitFor(() => markerProcesses(marker, [child.pid]).length >= 8,
       h.startWait(3000));

@@ -235,18 +235,6 @@ describe("reliability", function () {
             wrong.push(`spinner: ${JSON.stringify(r.fault)} ${r.durationMs} ms, pgid ${pgid} gone ${gone}`);
         }
       })();
-      // Whatever fails below, the spinner stops and the long box ends, so
-      // that nothing of this test outlives it.
-      try {
-        assert.ok(await h.waitFor(() => h.processesWith(longMarker).length >= 2, h.startWait(10000)),
-          "the long box runs");
-      } catch (e) {
-        churnDone = true;
-        fs.writeFileSync(flag, "");
-        await Promise.all([spinner, long]);
-        throw e;
-      }
-
       const one = async (n) => {
         const kind = kinds[n];
         const marker = `c10-w${n}-${crypto.randomBytes(4).toString("hex")}`;
@@ -272,9 +260,14 @@ describe("reliability", function () {
         if (pgid !== null && !(await h.waitFor(() => groupGone(pgid), 1000, 20)))
           wrong.push(`worker ${n} (${kind}): its box's group ${pgid} outlived the thread`);
       };
-      const started = Date.now();
+      let started;
       let next = 0;
+      // Whatever fails here, the spinner (sessions of its own) stops; the
+      // long box ends with this session, which withSandbox closes.
       try {
+        assert.ok(await h.waitFor(() => h.processesWith(longMarker).length >= 2, h.startWait(10000)),
+          "the long box runs");
+        started = Date.now();
         await Promise.all(Array.from({ length: 8 }, async () => {
           for (let n = next++; n < 100; n = next++) await one(n);
         }));

@@ -108,10 +108,7 @@ describe("host faults", function () {
       let code;
       let signal;
       try {
-        await Promise.race([new Promise((resolve) => child.stdout.once("data", resolve)),
-          closed.then(([c, s]) => {
-            throw new Error(`the child ended (${c ?? s}) before its boxes ran: ${stderr.slice(-500)}`);
-          })]);
+        await h.firstOutput(child, closed, () => `: ${stderr.slice(-500)}`);
         // Positive control: four boxes (kern and its workload each) run.
         assert.ok(await h.waitFor(() => h.processesWith(marker, [child.pid]).length >= 8,
           h.startWait(5000)),
@@ -153,10 +150,7 @@ describe("host faults", function () {
         const child = spawn(process.execPath, [script, h.repo, marker, ws],
           { env: { ...process.env, KERN_BIN: kern, TMPDIR: tmp }, stdio: ["ignore", "pipe", "inherit"] });
         const exited = h.exitOf(child);
-        await Promise.race([new Promise((resolve) => child.stdout.once("data", resolve)),
-          exited.then(([c, s]) => {
-            throw new Error(`instant ${k}: the child ended (${c ?? s}) before its first box`);
-          })]);
+        await h.firstOutput(child, exited, () => ` (instant ${k})`);
         await h.sleep(Math.random() * 200);
         if (h.processesWith(marker, [child.pid]).length > 0) liveAtKill++;
         child.kill("SIGKILL");

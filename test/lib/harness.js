@@ -234,6 +234,17 @@ function exitOf(child) {
   });
 }
 
+/** Resolves with the child's first stdout chunk. If `ended` (the child's
+ * exitOf or closeOf) settles first, rejects with how it ended, so that a
+ * child that dies before it speaks fails the test at once, not at its
+ * timeout. `what()` adds to the message (say, the child's stderr so far). */
+function firstOutput(child, ended, what = () => "") {
+  return Promise.race([new Promise((resolve) => child.stdout.once("data", resolve)),
+    ended.then(([c, s]) => {
+      throw new Error(`the child ended (${c ?? s}) before its first output${what()}`);
+    })]);
+}
+
 /** Like exitOf, but once the child's stdio streams have ended too ('close'),
  * so that all it wrote has been read. Call it before the child can end. */
 function closeOf(child) {
@@ -248,5 +259,5 @@ function cleanup() {
 module.exports = {
   repo, testRoot, fakeKern, stateDir, recordedArgv, clearState, tmpDir, children,
   processes, processesUsing, processesWith, processesIn, openFds, sleep, waitFor, skip, cleanup,
-  addonFlavour, childAddonFlavour, underSanitizer, startWait, jsBound, killAll, mountTmpfs, umount, have, exitOf, closeOf, note, privateKern,
+  addonFlavour, childAddonFlavour, underSanitizer, startWait, jsBound, killAll, mountTmpfs, umount, have, exitOf, closeOf, firstOutput, note, privateKern,
 };
