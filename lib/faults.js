@@ -23,6 +23,18 @@ function fault(type, message) {
   return { type, message };
 }
 
+// A `killed` fault says whether the memory cap explains it (an addition to
+// 0.1.1, which keeps the fault type "killed" rather than add one).
+function killed(oom, message) {
+  return { type: "killed", message, oom };
+}
+
+// kern's cap byte, as the reason a SIGKILL is not put down to memory.
+const CAP_STATES = {
+  0: "no memory cap was set",
+  2: "the memory cap was not enforced on this host",
+};
+
 function isKernNoise(line) {
   return /^kern: (warning|note|heads-up):/.test(line);
 }
@@ -68,15 +80,23 @@ function classify(raw, ctx) {
 
   if (raw.timedOut)
     return fault("timeout", `the call ran past its ${ctx.timeoutS}s limit; the binding killed the box`);
-  if (raw.cancelled)
-    return fault("killed", "the box was killed because its Sandbox was closed while it ran");
+  if (raw.cancelled) {
+    return killed(false,
+      "the box was killed because its Sandbox was closed while it ran");
+  }
   if (rc === EXIT_SIGSYS || raw.signal === SIGSYS)
     return fault("escape_blocked", "the seccomp filter blocked a system call (SIGSYS)");
   if (rc === EXIT_SIGKILL || raw.signal === SIGKILL) {
-    const oom = boxRan && raw.startedCount >= 2 && raw.started[1] === MEMORY_ENFORCED;
-    return fault("killed", oom
-      ? "the box was killed (SIGKILL) with its memory cap in force: most likely out of memory"
-      : "the box was killed (SIGKILL), most often by the out-of-memory killer");
+    // Outside our own deadline (decided above). kern's exit status cannot
+    // tell a workload's own exit(137) from a SIGKILL: with the cap enforced,
+    // a SIGKILL is taken to be the OOM killer's.
+    const cap = boxRan && raw.startedCount >= 2 ? raw.started[1] : null;
+    if (cap === MEMORY_ENFORCED) {
+      return killed(true, "the box was killed (SIGKILL) with its memory cap enforced: out of " +
+        "memory (raise memoryMb, or use less)");
+    }
+    return killed(false, `the box was killed (SIGKILL); not attributed to memory: ${CAP_STATES[cap] ??
+      "kern did not say whether a memory cap was in force"}`);
   }
   if (rc === EXIT_SIGTERM || raw.signal === SIGTERM)
     return fault("timeout", "the box ran past kern's own time limit and was terminated (SIGTERM)");
@@ -91,4 +111,9 @@ function classify(raw, ctx) {
   return fault("startup_failed", escapeControl(why).slice(0, 500));
 }
 
-module.exports = { classify, exitCodeOf, kernErrorLine };
+/** Whether fault is a `killed` fault, whose `oom` says if memory explains it. */
+function isKilledFault(f) {
+  return f !== null && typeof f === "object" && f.type === "killed" && typeof f.oom === "boolean";
+}
+
+module.exports = { classify, exitCodeOf, kernErrorLine, isKilledFault };

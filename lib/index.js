@@ -3,6 +3,8 @@
 const { Sandbox, withSandbox, runCode } = require("./sandbox");
 const { ExecutionResult } = require("./result");
 const { SandboxError, MountRefused } = require("./errors");
+const { AbortError } = require("./abort");
+const { isKilledFault } = require("./faults");
 const { version } = require("../package.json");
 
 module.exports = {
@@ -12,5 +14,7 @@ module.exports = {
   ExecutionResult,
   SandboxError,
   MountRefused,
+  AbortError,
+  isKilledFault,
   version,
 };

@@ -163,6 +163,12 @@ function boxArgv(o, { kern, name, workspace, isSetup, depsDirExists, envFd, comm
   if (o.memoryMb !== null) argv.push("--memory", `${o.memoryMb}m`);
   if (o.cpus !== null) argv.push("--cpus", String(o.cpus));
   if (o.pids !== null) argv.push("--pids-limit", String(o.pids));
+  // Hardening flags (additions to 0.1.1), each a flag with its value, so
+  // none can take a profile token or `--net` as its value.
+  for (const cap of o.capDrop) argv.push("--cap-drop", cap);
+  if (o.securityProfile !== null) argv.push("--security-profile", o.securityProfile);
+  if (o.apparmor !== null) argv.push("--apparmor", o.apparmor);
+  if (o.requireLimits) argv.push("--require-limits");
   argv.push(...o.profiles);
   for (const m of o.mounts) argv.push("-v", `${m.src}:${m.target}${m.ro ? ":ro" : ""}`);
   if (o.egressAllow.length > 0 && !isSetup) argv.push("--egress-allow", o.egressAllow.join(","));

@@ -5,6 +5,7 @@
 // before any process starts.
 const { SandboxError } = require("./errors");
 const { validateMounts } = require("./mounts");
+const { canonicalCap } = require("./caps");
 
 const MIB = 1024 * 1024;
 const DEFAULTS = Object.freeze({
@@ -28,6 +29,9 @@ const MAX_PIDS = 4 * MIB; // the kernel's pid_max ceiling
 const IMAGE_RE = /^[A-Za-z0-9][A-Za-z0-9._\/:@+-]*$/;
 // vcpu:/vgpio:/vdisk: plus a profile name from kern.toml.
 const PROFILE_RE = /^(?:vcpu|vgpio|vdisk):[A-Za-z0-9][A-Za-z0-9._-]*$/;
+// An AppArmor profile name, as kern's --apparmor takes it.
+const APPARMOR_RE = /^[A-Za-z0-9_.][A-Za-z0-9_.-]{0,127}$/;
+const SECURITY_PROFILES = ["untrusted"];
 // A bare DNS name with at least one dot and an alphabetic TLD.
 const DOMAIN_RE =
   /^(?=.{1,253}$)(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)+[A-Za-z]{2,63}$/;
@@ -93,30 +97,31 @@ const VALUE_TRIMMED_BY_KERN = /[\s\u0085]$/;
 // The env reaches the box through kern's --env-file: one KEY=VALUE per line,
 // lines trimmed, '#' lines skipped. Anything that format cannot carry exactly
 // is refused rather than altered.
-function envOption(opts) {
+function envOption(opts, where = "options") {
   const v = opts.env;
   if (v === undefined || v === null) return {};
-  if (typeof v !== "object" || Array.isArray(v)) fail("env", "an object of strings", v);
+  if (typeof v !== "object" || Array.isArray(v))
+    throw new SandboxError(`${where}.env must be an object of strings, got ${describe(v)}`);
   const out = {};
   for (const [key, raw] of Object.entries(v)) {
     let value = raw;
     if (typeof value === "number" || typeof value === "boolean" || typeof value === "bigint")
       value = String(value);
     if (typeof value !== "string")
-      throw new SandboxError(`options.env.${key} must be a string, got ${describe(raw)}`);
+      throw new SandboxError(`${where}.env.${key} must be a string, got ${describe(raw)}`);
     if (key === "" || key.includes("=") || /[\s\u0000\u0085]/.test(key) || key.startsWith("#") ||
         !isWellFormed(key))
       throw new SandboxError(
-        `options.env has an invalid key ${describe(key)}: a key must be non-empty, and have no ` +
+        `${where}.env has an invalid key ${describe(key)}: a key must be non-empty, and have no ` +
           "'=', whitespace, NUL or leading '#'");
     if (/[\n\r\u0000]/.test(value))
-      throw new SandboxError(`options.env.${key} must not contain a newline or NUL`);
+      throw new SandboxError(`${where}.env.${key} must not contain a newline or NUL`);
     if (VALUE_TRIMMED_BY_KERN.test(value))
       throw new SandboxError(
-        `options.env.${key} ends with whitespace, which kern's env-file format would strip; ` +
+        `${where}.env.${key} ends with whitespace, which kern's env-file format would strip; ` +
           "remove it or encode the value");
     if (!isWellFormed(value))
-      throw new SandboxError(`options.env.${key} contains a lone UTF-16 surrogate`);
+      throw new SandboxError(`${where}.env.${key} contains a lone UTF-16 surrogate`);
     out[key] = value;
   }
   return out;
@@ -129,11 +134,87 @@ function callbackOption(opts, name) {
   return v;
 }
 
+// capDrop: kern's --cap-drop names. An array, as in 0.1.23: a bare "ALL"
+// would otherwise be iterated letter by letter by a careless caller.
+function capDropOption(opts) {
+  const v = opts.capDrop;
+  if (v === undefined || v === null) return ["ALL"];
+  if (!Array.isArray(v))
+    fail("capDrop", 'an array of capability names, like ["ALL"] or ["NET_RAW", "SYS_PTRACE"]', v);
+  const out = [];
+  v.forEach((item, i) => {
+    const cap = canonicalCap(item);
+    if (cap === null)
+      throw new SandboxError(`options.capDrop[${i}] is not a Linux capability name: ` +
+        `${describe(item)} (use names like "NET_RAW" or "CAP_NET_RAW", or "ALL")`);
+    if (!out.includes(cap)) out.push(cap);
+  });
+  return out;
+}
+
+function securityProfileOption(opts) {
+  const v = opts.securityProfile;
+  if (v === undefined || v === null) return null;
+  if (!SECURITY_PROFILES.includes(v))
+    fail("securityProfile", `${SECURITY_PROFILES.map((p) => JSON.stringify(p)).join(" or ")} ` +
+      "(the only profile kern has) or null", v);
+  return v;
+}
+
+function apparmorOption(opts) {
+  const v = opts.apparmor;
+  if (v === undefined || v === null) return null;
+  if (typeof v !== "string" || !APPARMOR_RE.test(v))
+    fail("apparmor", "an AppArmor profile name (1-128 of letters, digits, '_', '.', '-', not " +
+      "starting with '-') or null", v);
+  return v;
+}
+
 function stringOption(opts, name) {
   const v = opts[name];
   if (v === undefined || v === null) return null;
   if (typeof v !== "string" || v.includes("\0")) fail(name, "a string without NUL", v);
   return v;
+}
+
+/** An AbortSignal (by shape, as Node's own validateAbortSignal checks), or null. */
+function signalOption(opts, where) {
+  const v = opts.signal;
+  if (v === undefined || v === null) return null;
+  if (typeof v !== "object" || typeof v.aborted !== "boolean" ||
+      typeof v.addEventListener !== "function" || typeof v.removeEventListener !== "function")
+    throw new SandboxError(`${where}.signal must be an AbortSignal, got ${describe(v)}`);
+  return v;
+}
+
+/**
+ * The per-call options of runCode()/run() (additions to 0.1.1). A field left
+ * out, undefined or null inherits the session's value, except that
+ * onStdout/onStderr null turn streaming off for the call. Returns only the
+ * fields the call overrides, plus `signal` (or null).
+ */
+function normalizeCallOptions(opts, where) {
+  if (opts === undefined || opts === null) opts = {};
+  if (typeof opts !== "object" || Array.isArray(opts))
+    throw new SandboxError(`${where} options must be an object, got ${describe(opts)}`);
+  const call = { signal: signalOption(opts, where) };
+  if (opts.timeoutS !== undefined && opts.timeoutS !== null) {
+    const v = opts.timeoutS;
+    if (typeof v !== "number" || !Number.isFinite(v) || !(v > 0) || v > MAX_TIMEOUT_S)
+      throw new SandboxError(`${where} options.timeoutS must be a finite number above 0 and at ` +
+        `most ${MAX_TIMEOUT_S} (seconds; fractions work), got ${describe(v)}`);
+    call.timeoutS = v;
+  }
+  if (opts.env !== undefined && opts.env !== null) call.env = envOption(opts, `${where} options`);
+  for (const name of ["onStdout", "onStderr"]) {
+    const v = opts[name];
+    if (v === undefined) continue;
+    if (v !== null && typeof v !== "function")
+      throw new SandboxError(`${where} options.${name} must be a function or null (no ` +
+        `streaming for this call), got ${describe(v)}`);
+    call[name] = v;
+  }
+  return call;
 }
 
 /** Returns the complete, validated option set, or throws a SandboxError. */
@@ -173,6 +254,12 @@ function normalizeOptions(opts) {
     depsReadonly: boolOption(opts, "depsReadonly", false),
     onStdout: callbackOption(opts, "onStdout"),
     onStderr: callbackOption(opts, "onStderr"),
+    // Additions to 0.1.1: kern's hardening flags, and the change scan.
+    capDrop: capDropOption(opts),
+    securityProfile: securityProfileOption(opts),
+    apparmor: apparmorOption(opts),
+    requireLimits: boolOption(opts, "requireLimits", false),
+    trackFiles: boolOption(opts, "trackFiles", true),
   };
   if (o.egressAllow.length > 0 && o.network)
     throw new SandboxError(
@@ -181,4 +268,5 @@ function normalizeOptions(opts) {
   return o;
 }
 
-module.exports = { normalizeOptions, isWellFormed, describe, DEFAULTS };
+module.exports = { normalizeOptions, normalizeCallOptions, signalOption, isWellFormed, describe,
+  DEFAULTS };

@@ -2,7 +2,7 @@
 
 /** The outcome of one runCode()/run(). */
 class ExecutionResult {
-  constructor({ stdout, stderr, exitCode, durationMs, fault, files, truncated }) {
+  constructor({ stdout, stderr, exitCode, durationMs, fault, files, truncated, usage }) {
     this.stdout = stdout;
     this.stderr = stderr;
     this.exitCode = exitCode;
@@ -10,6 +10,8 @@ class ExecutionResult {
     this.fault = fault || null;
     this.files = files || [];
     this.truncated = !!truncated;
+    // An addition to 0.1.1: { cpuUserMs, cpuSystemMs, maxRssKb } or null.
+    this.usage = usage || null;
   }
 
   /** True iff the code exited 0 and the sandbox did not act. */

@@ -8,10 +8,11 @@ const os = require("os");
 const path = require("path");
 const crypto = require("crypto");
 const binding = require("./binding");
-const { normalizeOptions, describe } = require("./options");
+const { normalizeOptions, normalizeCallOptions, signalOption, describe } = require("./options");
 const { checkHostSource, within } = require("./mounts");
 const { findKern, openKern, boxName, boxArgv, envFileContent, DEPS_DIR } = require("./kern");
-const { Session } = require("./session");
+const { Session, newCancelKey } = require("./session");
+const { abortError, onAbort, raceAbort } = require("./abort");
 const { classify, exitCodeOf } = require("./faults");
 const { ExecutionResult } = require("./result");
 const { unpackChanges } = require("./changes");
@@ -31,9 +32,11 @@ const PIP_INSTALL = "pip install ";
 // program may change one between calls (`sbx.timeoutS = 120`): they are
 // validated again, by the constructor's rules, each time they are used.
 // mounts, profiles and egressAllow were fixed by its constructor, as here.
+// The fields added after 0.1.1 follow the same rules.
 const CALL_FIELDS = ["image", "memoryMb", "cpus", "pids", "timeoutS", "network", "env",
-  "maxOutputBytes", "onStdout", "onStderr", "enforceLimits", "depsReadonly"];
-const OPEN_FIELDS = ["workspace", "setup"];
+  "maxOutputBytes", "onStdout", "onStderr", "enforceLimits", "depsReadonly",
+  "capDrop", "securityProfile", "apparmor", "requireLimits"];
+const OPEN_FIELDS = ["workspace", "setup", "trackFiles"];
 
 /** A new temporary workspace under TMPDIR, by its real path. */
 async function makeTempWorkspace() {
@@ -84,6 +87,12 @@ class Sandbox {
     this.onStderr = o.onStderr;
     this.enforceLimits = o.enforceLimits;
     this.depsReadonly = o.depsReadonly;
+    // Additions to 0.1.1.
+    this.capDrop = o.capDrop;
+    this.securityProfile = o.securityProfile;
+    this.apparmor = o.apparmor;
+    this.requireLimits = o.requireLimits;
+    this.trackFiles = o.trackFiles;
     this.#kern = findKern();
   }
 
@@ -105,20 +114,28 @@ class Sandbox {
     return o;
   }
 
-  /** Creates or checks the workspace and runs `setup`. */
-  async open() {
-    if (this.#closingP !== null) await this.#closingP.catch(() => {});
+  /** Creates or checks the workspace and runs `setup`. With `signal` (an
+   * addition to 0.1.1), aborting kills the setup box and tears down what the
+   * open() made; an open() that joined one already running stops waiting. */
+  async open(opts) {
+    if (opts !== undefined && opts !== null && (typeof opts !== "object" || Array.isArray(opts)))
+      throw new SandboxError(`open() options must be an object, got ${describe(opts)}`);
+    const signal = signalOption(opts ?? {}, "open()");
+    if (signal !== null && signal.aborted) throw abortError(signal);
+    if (this.#closingP !== null) await raceAbort(this.#closingP.catch(() => {}), signal);
     if (this.#s !== null && this.#s.ready) return this;
     if (this.#opening === null) {
-      this.#opening = this.#open().finally(() => {
+      this.#opening = this.#open(signal).finally(() => {
         this.#opening = null;
       });
+      await this.#opening;
+    } else {
+      await raceAbort(this.#opening, signal);
     }
-    await this.#opening;
     return this;
   }
 
-  async #open() {
+  async #open(signal) {
     const closes = this.#closes;
     const o = this.#current([...OPEN_FIELDS, "enforceLimits"]);
     const ws = o.workspace === null ? await makeTempWorkspace()
@@ -144,7 +161,7 @@ class Sandbox {
       held.kernFd = openKern(this.#kern);
       try {
         held.rootfd = binding.wsOpen(ws, own);
-        const watch = binding.wsWatch(held.rootfd);
+        const watch = o.trackFiles ? binding.wsWatch(held.rootfd) : null;
         st = new Session({ ws, ownWs: own, ...held, watch, tmpdir: os.tmpdir() });
       } catch (e) {
         throw sandboxErrorFromSystem(`cannot open the workspace ${JSON.stringify(ws)}`, e);
@@ -161,8 +178,10 @@ class Sandbox {
     const closed = new SandboxError("the Sandbox was closed while open() was still running");
     try {
       if (closedMeanwhile()) throw closed;
-      if (o.setup) await this.#runSetup(st, o.setup);
+      if (signal !== null && signal.aborted) throw abortError(signal);
+      if (o.setup) await this.#runSetup(st, o.setup, signal);
       if (closedMeanwhile()) throw closed;
+      if (signal !== null && signal.aborted) throw abortError(signal);
     } catch (e) {
       // Leave nothing behind: open() failed, so no close() will follow.
       if (this.#s === st) this.#s = null;
@@ -205,7 +224,7 @@ class Sandbox {
     throw new SandboxError("open the Sandbox first: `await sandbox.open()` (or use withSandbox())");
   }
 
-  async #runSetup(st, cmd) {
+  async #runSetup(st, cmd, signal) {
     // The only network-on box: `pip install X` lands in the workspace's .deps.
     let shellCmd = cmd;
     const trimmed = cmd.trim();
@@ -213,7 +232,7 @@ class Sandbox {
       shellCmd = "pip install --target /workspace/.deps --no-cache-dir " +
         `--disable-pip-version-check ${trimmed.slice(PIP_INSTALL.length)}`;
     }
-    const r = await this.#spawn(st, ["sh", "-c", shellCmd], { isSetup: true });
+    const r = await this.#spawn(st, ["sh", "-c", shellCmd], { isSetup: true, call: { signal } });
     if (!r.success) {
       const detail = escapeControl((r.stderr || r.stdout).trim().slice(0, 400));
       const why = r.fault ? `${r.fault.type}: ${escapeControl(r.fault.message)}` : `exit ${r.exitCode}`;
@@ -231,12 +250,25 @@ class Sandbox {
     }
   }
 
-  async #spawn(st, command, { isSetup = false } = {}) {
+  /** The session's options as the public fields say now, with the call's
+   * own overrides (CallOptions) on top. */
+  #callOptions(call) {
+    const o = this.#current(CALL_FIELDS);
+    if (call.timeoutS !== undefined) o.timeoutS = call.timeoutS;
+    if (call.env !== undefined) o.env = { ...o.env, ...call.env };
+    if (call.onStdout !== undefined) o.onStdout = call.onStdout;
+    if (call.onStderr !== undefined) o.onStderr = call.onStderr;
+    return o;
+  }
+
+  async #spawn(st, command, { isSetup = false, call = { signal: null } } = {}) {
     for (const part of command) {
       if (typeof part !== "string" || part.includes("\0"))
         throw new SandboxError("the command and code must be strings with no NUL byte");
     }
-    const o = this.#current(CALL_FIELDS);
+    const o = this.#callOptions(call);
+    const { signal } = call;
+    if (signal !== null && signal.aborted) throw abortError(signal);
     return st.withRoot(async () => {
       const name = boxName();
       const { argv, timeoutS } = boxArgv(o, {
@@ -247,19 +279,34 @@ class Sandbox {
       // is then forgotten once its calls settle, so refuse here.
       if (!st.live)
         throw new SandboxError("the Sandbox was closed before this call's box could start");
+      if (signal !== null && signal.aborted) throw abortError(signal);
+      // An abort kills this box alone, through the engine's timeout path.
+      const cancelKey = signal !== null ? newCancelKey() : 0;
+      let cancelled = false;
+      const dispose = onAbort(signal, () => {
+        cancelled = true;
+        binding.cancelGroup(cancelKey);
+      });
       let raw;
       try {
         // One native call: the engine scans the workspace before and after
         // the box on its own thread, spawns, supervises and kills.
         raw = await binding.run(this.#kern, argv, st.kernEnvFor(o.enforceLimits),
           envFileContent(o.env), st.tmpdir, [this.#kern, "stop", name], timeoutS * 1000,
-          o.maxOutputBytes, o.onStdout, o.onStderr, st.watch, st.group, st.kernFd);
+          o.maxOutputBytes, o.onStdout, o.onStderr, st.watch, st.group, st.kernFd, cancelKey);
       } catch (e) {
+        if (signal !== null && signal.aborted) throw abortError(signal);
         if (e.code === "ECANCELED")
           throw new SandboxError("the Sandbox was closed before this call's box could start");
         throw sandboxErrorFromSystem(`could not run kern (${this.#kern})`, e);
+      } finally {
+        dispose();
+        // Settled: no box of this key is pending or live any more.
+        if (cancelled) binding.forgetGroup(cancelKey);
       }
       const { stdout, stderr } = raw; // decoded by the engine, without a copy for ASCII
+      // Aborted before the call settled: it rejects, with what the box printed.
+      if (signal !== null && signal.aborted) throw abortError(signal, { stdout, stderr });
       const exitCode = exitCodeOf(raw);
       const fault = classify(raw, { kern: this.#kern, timeoutS, stderr, exitCode });
       return new ExecutionResult({
@@ -270,12 +317,16 @@ class Sandbox {
         // too big or too deep to walk): the run's own result still stands.
         files: raw.files === null ? [] : unpackChanges(raw.files),
         truncated: raw.stdoutDiscarded > 0 || raw.stderrDiscarded > 0,
+        usage: usageOf(raw),
       });
     });
   }
 
-  /** Runs a snippet in a fresh, network-off box on the workspace. */
-  async runCode(code, { language = "python" } = {}) {
+  /** Runs a snippet in a fresh, network-off box on the workspace. opts:
+   * `language`, and the per-call options of CallOptions (additions to 0.1.1). */
+  async runCode(code, opts) {
+    const call = normalizeCallOptions(opts, "runCode()");
+    const language = opts?.language ?? "python";
     const st = this.#session();
     if (typeof code !== "string")
       throw new SandboxError(`code must be a string, got ${describe(code)}`);
@@ -284,26 +335,29 @@ class Sandbox {
       throw new SandboxError(
         `unsupported language ${describe(language)}: use "python", "bash" or "node"`);
     if (Buffer.byteLength(code, "utf8") <= INLINE_CODE_MAX)
-      return this.#spawn(st, [runner.argv0, runner.evalFlag, code]);
+      return this.#spawn(st, [runner.argv0, runner.evalFlag, code], { call });
     // Too long for argv: run it from a private file, removed afterwards.
     if (code.includes("\0")) throw new SandboxError("code must not contain a NUL byte");
+    if (call.signal !== null && call.signal.aborted) throw abortError(call.signal);
     const cell = `.cell-${crypto.randomBytes(6).toString("hex")}.${runner.ext}`;
     await this.#writeFileIn(st, cell, code);
     try {
-      return await this.#spawn(st, [runner.argv0, `/workspace/${cell}`]);
+      return await this.#spawn(st, [runner.argv0, `/workspace/${cell}`], { call });
     } finally {
       await fs.promises.unlink(path.join(st.ws, cell)).catch(() => {});
     }
   }
 
-  /** Runs an argv array (never a shell string) in a fresh box. */
-  async run(command) {
+  /** Runs an argv array (never a shell string) in a fresh box. opts: the
+   * per-call options of CallOptions (additions to 0.1.1). */
+  async run(command, opts) {
+    const call = normalizeCallOptions(opts, "run()");
     const st = this.#session();
     if (typeof command === "string")
       throw new SandboxError('run() takes an argv array, not a string: use run(["sh", "-c", "..."])');
     if (!Array.isArray(command) || command.length === 0)
       throw new SandboxError("run() needs a non-empty array of strings");
-    return this.#spawn(st, command);
+    return this.#spawn(st, command, { call });
   }
 
   /** Writes data to a workspace-relative path, atomically, never through a symlink. */
@@ -324,13 +378,19 @@ class Sandbox {
     }
   }
 
-  /** Reads a regular file at a workspace-relative path, never through a symlink. */
-  async readFile(rel) {
+  /** Reads a regular file at a workspace-relative path, never through a
+   * symlink. opts.maxBytes (an addition to 0.1.1): a larger file is refused
+   * (code EFBIG) before any of it is read. */
+  async readFile(rel, opts) {
+    const maxBytes = readMaxOption(opts);
     const st = this.#session();
     const p = checkRelPath(rel);
     try {
-      return await st.withRoot((fd) => binding.wsReadFile(fd, p, READ_MAX));
+      return await st.withRoot((fd) => binding.wsReadFile(fd, p, maxBytes));
     } catch (e) {
+      if (e.code === "EFBIG" && maxBytes < READ_MAX)
+        throw sandboxErrorFromSystem(`cannot read ${JSON.stringify(rel)}: it is larger than ` +
+          `maxBytes (${maxBytes} bytes); raise maxBytes or read a smaller file`, e);
       throw sandboxErrorFromSystem(`cannot read ${JSON.stringify(rel)}`, e);
     }
   }
@@ -368,6 +428,28 @@ class Sandbox {
   }
 }
 
+/** readFile()'s maxBytes: a whole number of bytes, at most what Node reads. */
+function readMaxOption(opts) {
+  if (opts === undefined || opts === null) return READ_MAX;
+  if (typeof opts !== "object" || Array.isArray(opts))
+    throw new SandboxError(`readFile() options must be an object, got ${describe(opts)}`);
+  const v = opts.maxBytes;
+  if (v === undefined || v === null) return READ_MAX;
+  if (typeof v !== "number" || !Number.isInteger(v) || v < 0 || v > READ_MAX)
+    throw new SandboxError(`readFile() options.maxBytes must be an integer from 0 to ${READ_MAX}, ` +
+      `got ${describe(v)}`);
+  return v;
+}
+
+/** What the call's processes used, from kern's rusage (kern and the box
+ * processes it reaped); null when no status was taken (a foreign reaper took
+ * it, or kern could not be reaped in time). */
+function usageOf(raw) {
+  if (!raw.statusKnown) return null;
+  const ms = (v) => Math.round(v * 1000) / 1000;
+  return { cpuUserMs: ms(raw.userCpuMs), cpuSystemMs: ms(raw.systemCpuMs), maxRssKb: raw.maxRssKb };
+}
+
 /** Opens a Sandbox, runs fn with it, and closes it even if fn throws. */
 async function withSandbox(opts, fn) {
   if (typeof opts === "function") {
@@ -385,10 +467,18 @@ async function withSandbox(opts, fn) {
   }
 }
 
-/** One call in a throwaway session. */
+/** One call in a throwaway session. opts: the Sandbox options, `language`
+ * and `signal`, which covers the whole call: open(), the box and close(). */
 async function runCode(code, opts = {}) {
-  const { language = "python", ...rest } = opts ?? {};
-  return withSandbox(rest, (s) => s.runCode(code, { language }));
+  const { language = "python", signal, ...rest } = opts ?? {};
+  const sig = signalOption({ signal }, "runCode()");
+  const sbx = new Sandbox(rest);
+  await sbx.open({ signal: sig });
+  try {
+    return await sbx.runCode(code, { language, signal: sig });
+  } finally {
+    await sbx.close();
+  }
 }
 
 module.exports = { Sandbox, withSandbox, runCode };

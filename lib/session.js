@@ -11,7 +11,15 @@ const binding = require("./binding");
 const { kernEnv } = require("./kern");
 const { SandboxError } = require("./errors");
 
-let nextGroup = 1; // each session is one group of boxes, killed together at close()
+// Each session is one group of boxes, killed together at close(); a call with
+// an AbortSignal gets a key of its own from the same numbers, which the
+// engine's cancelGroup kills alone.
+let nextGroup = 1;
+
+/** A fresh cancellation key for one call's box. */
+function newCancelKey() {
+  return nextGroup++;
+}
 
 class Session {
   /** ws: the workspace's real path; ownWs: created by open(), removed at
@@ -105,4 +113,4 @@ class Session {
   }
 }
 
-module.exports = { Session };
+module.exports = { Session, newCancelKey };

@@ -9,10 +9,11 @@ const h = require("./lib/harness");
 const { boxCgroupPath } = require("./lib/leaks");
 
 describe("package", function () {
-  it("exports exactly the 0.1.1 names", function () {
-    assert.deepStrictEqual(Object.keys(kern).sort(),
-      ["ExecutionResult", "MountRefused", "Sandbox", "SandboxError", "runCode", "version",
-        "withSandbox"]);
+  it("exports exactly the 0.1.1 names and the documented additions", function () {
+    const v011 = ["ExecutionResult", "MountRefused", "Sandbox", "SandboxError", "runCode", "version",
+      "withSandbox"];
+    const additions = ["AbortError", "isKilledFault"]; // issue 13 (README, "Additions to 0.1.1")
+    assert.deepStrictEqual(Object.keys(kern).sort(), [...v011, ...additions].sort());
   });
 
   it("exports the version of package.json", function () {

@@ -27,8 +27,11 @@ export interface RawRunResult {
   droppedChunks: number;
   /** Spawn to kern's exit, in milliseconds. */
   durationMs: number;
+  /** kern's rusage from waitid: kern and the box processes it reaped. */
   userCpuMs: number;
   systemCpuMs: number;
+  /** ru_maxrss in KiB (never below this process's peak RSS at the spawn: a vfork-style clone). */
+  maxRssKb: number;
   /** Files created/modified (lib/changes.js unpacks them), or null if the workspace could not be scanned. */
   files: PackedChanges | null;
   /** -errno of a failed scan, or 0. */
@@ -66,12 +69,15 @@ export function run(
   group: number,
   /** The session's kern, held open (kernOpen) and executed by descriptor; null execs kernPath. */
   kernFd: number | null,
+  /** cancelGroup(cancelKey) kills this box alone (a call's AbortSignal); 0 for none. Keys and
+   * groups share one number space (lib/session.js). */
+  cancelKey: number,
 ): Promise<RawRunResult>;
 
 /** Test switches from process.env (KERN_SANDBOX_FORCE_FALLBACK, KERN_SANDBOX_TRACKER), read
  * by lib/binding.js: the addon itself never calls getenv(). */
 export function configure(forceFallback: string, tracker: string): void;
-/** Kills every box of a session's group, now and any that would still start. */
+/** Kills every box of a session's group or with that cancel key, now and any that would still start. */
 export function cancelGroup(group: number): void;
 /** Drops a closed session's group once all its calls have settled. */
 export function forgetGroup(group: number): void;

@@ -39,6 +39,46 @@ export interface SandboxFault {
   message: string;
 }
 
+/**
+ * Addition to 0.1.1: the run-time shape of a `"killed"` fault. The fault type union stays the
+ * 0.1.1 one (no `"oom"` type, so exhaustive switches over {@link SandboxFaultType} keep
+ * compiling); a `"killed"` fault says in `oom` whether the memory cap explains it. Narrow with
+ * {@link isKilledFault}.
+ */
+export interface KilledFault extends SandboxFault {
+  type: "killed";
+  /**
+   * `true` when kern reported the memory cap as enforced (its started-fd cap byte is 1) and the
+   * workload died of SIGKILL outside this package's own deadline: the out-of-memory killer.
+   * `false` otherwise (no cap set, a cap this host does not enforce, or the box killed because
+   * its session closed). kern's exit status cannot tell a workload's own `exit(137)` from a
+   * SIGKILL, so with an enforced cap such an exit also reads as `true`.
+   */
+  oom: boolean;
+}
+
+/** Addition to 0.1.1: whether `fault` is a `"killed"` fault, typed with its `oom` flag. */
+export function isKilledFault(fault: SandboxFault | null | undefined): fault is KilledFault;
+
+/**
+ * Addition to 0.1.1: what one call's processes used, from the `waitid` rusage of kern: kern
+ * itself plus every box process it waited for (the workload and whatever it forked that was
+ * reaped inside the box).
+ */
+export interface ResourceUsage {
+  /** CPU time in user mode, in milliseconds (kern's own share included, about 1-10 ms). */
+  cpuUserMs: number;
+  /** CPU time in the kernel, in milliseconds (kern's box set-up included). */
+  cpuSystemMs: number;
+  /**
+   * Peak resident set size in KiB of the largest of those processes. kern starts as a
+   * vfork-style clone of this Node process, and Linux carries a process's peak RSS across exec,
+   * so this is never below the Node process's own peak at the time the box started: a value at
+   * that floor means only that the box stayed below it.
+   */
+  maxRssKb: number;
+}
+
 /** Describes one regular file inside the workspace. */
 export interface FileInfo {
   /** Location of the file relative to the workspace root, using `/` as separator. */
@@ -85,6 +125,31 @@ export class ExecutionResult {
   truncated: boolean;
   /** `true` only when `exitCode` is 0 and `fault` is `null`. */
   readonly success: boolean;
+  /**
+   * Addition to 0.1.1: the CPU time and peak memory of the call's processes (see
+   * {@link ResourceUsage} for exactly what is counted). `null` only when no exit status could be
+   * taken: another part of this process reaped kern first, or kern could not be reaped within
+   * 3 s of being killed.
+   */
+  usage: ResourceUsage | null;
+}
+
+/**
+ * Addition to 0.1.1: the rejection of a call, `open()` or one-shot {@link runCode} whose
+ * `signal` was aborted, shaped as Node's own APIs shape theirs. The box was killed through the
+ * same path as a timeout, and nothing of it outlives the rejection.
+ */
+export class AbortError extends Error {
+  /** Always `"AbortError"`. */
+  name: "AbortError";
+  /** Always `"ABORT_ERR"`. */
+  code: "ABORT_ERR";
+  /** The signal's `reason`. */
+  cause: unknown;
+  /** What the box had written to stdout before it was killed (within `maxOutputBytes`); `""` if none ran. */
+  stdout: string;
+  /** What the box had written to stderr before it was killed (within `maxOutputBytes`); `""` if none ran. */
+  stderr: string;
 }
 
 /**
@@ -222,6 +287,86 @@ export interface SandboxOptions {
    * throwing callback is ignored. Defaults to none.
    */
   onStderr?: (chunk: Buffer) => void;
+  /**
+   * Addition to 0.1.1: capabilities dropped in every box, the `setup` box included (kern's
+   * `--cap-drop`). Names as in `"NET_RAW"` or `"CAP_NET_RAW"` (any case), or `"ALL"`. Defaults
+   * to `["ALL"]`: every box runs with no capabilities. `[]` keeps kern's own default set (0.1.1's
+   * behaviour). A string instead of an array, or an unknown name, throws {@link SandboxError}.
+   */
+  capDrop?: string[];
+  /**
+   * Addition to 0.1.1: kern's `--security-profile`; `"untrusted"` (the only one kern has) adds
+   * its seccomp allowlist, drops every capability and mounts the root read-only. Defaults to
+   * `null` (none); anything else throws {@link SandboxError}.
+   */
+  securityProfile?: "untrusted" | null;
+  /**
+   * Addition to 0.1.1: an AppArmor profile name for every box (kern's `--apparmor`): 1-128 of
+   * letters, digits, `_`, `.`, `-`, not starting with `-`. Defaults to `null` (none).
+   */
+  apparmor?: string | null;
+  /**
+   * Addition to 0.1.1: when `true`, kern refuses to start a box whose memory and pids caps
+   * would not be enforced on this host; the call then returns a `"startup_failed"` fault whose
+   * message is kern's reason (and `open()` with `setup` throws). Defaults to `false`.
+   */
+  requireLimits?: boolean;
+  /**
+   * Addition to 0.1.1: when `false`, the workspace is not watched or scanned for changes, and
+   * every result's `files` is `[]` (saves the scan on big workspaces). Read by `open()`.
+   * Defaults to `true`.
+   */
+  trackFiles?: boolean;
+}
+
+/**
+ * Addition to 0.1.1: per-call options of `runCode()` and `run()`. A field left out (or
+ * `undefined`/`null`) keeps the session's value, except that `onStdout: null` / `onStderr: null`
+ * turn streaming off for this call.
+ */
+export interface CallOptions {
+  /**
+   * This call's deadline in seconds instead of the session's `timeoutS`: a finite number > 0
+   * (fractions work); `Infinity`, `NaN` or a string throws {@link SandboxError}. The timeout
+   * fault's message names the value that applied.
+   */
+  timeoutS?: number | null;
+  /** Live view of this call's stdout (see `SandboxOptions.onStdout`); `null` turns it off. */
+  onStdout?: ((chunk: Buffer) => void) | null;
+  /** Live view of this call's stderr (see `SandboxOptions.onStderr`); `null` turns it off. */
+  onStderr?: ((chunk: Buffer) => void) | null;
+  /**
+   * Variables merged over the session's `env` for this call only, with the same rules (never in
+   * argv, never on disk).
+   */
+  env?: Record<string, string> | null;
+  /**
+   * Aborting kills the box (as a timeout does) and the call rejects with an {@link AbortError}
+   * carrying the output so far. A signal already aborted rejects at once and starts no box. The
+   * listener is removed when the call settles.
+   */
+  signal?: AbortSignal | null;
+}
+
+/** Addition to 0.1.1: the options of `runCode()`: {@link CallOptions} plus `language`. */
+export type RunCodeOptions = CallOptions & { language?: Language };
+
+/** Addition to 0.1.1: the options of `open()`. */
+export interface OpenOptions {
+  /**
+   * Aborting kills the `setup` box and removes what `open()` made; `open()` rejects with an
+   * {@link AbortError}. A signal already aborted rejects at once and creates no workspace.
+   */
+  signal?: AbortSignal | null;
+}
+
+/** Addition to 0.1.1: the options of `readFile()`. */
+export interface ReadFileOptions {
+  /**
+   * A file larger than this many bytes is refused with a {@link SandboxError} whose `code` is
+   * `"EFBIG"`, before any of it is read into memory. Defaults to 2^31 - 1.
+   */
+  maxBytes?: number | null;
 }
 
 /**
@@ -249,6 +394,8 @@ export class Sandbox {
    * `syscall`, `path`) if the directory cannot be created.
    */
   open(): Promise<this>;
+  /** Addition to 0.1.1: `open()` with an abort signal (see {@link OpenOptions}). */
+  open(opts: OpenOptions): Promise<this>;
   /**
    * Ends the session, removing the workspace only if `open()` created it (a caller-supplied
    * `workspace` is kept). Safe to call several times; cleanup is best-effort and does not reject.
@@ -262,12 +409,16 @@ export class Sandbox {
    * code contains a NUL byte, or `kern` cannot be executed.
    */
   runCode(code: string, opts?: { language?: Language }): Promise<ExecutionResult>;
+  /** Addition to 0.1.1: `runCode()` with per-call options (see {@link RunCodeOptions}). */
+  runCode(code: string, opts?: RunCodeOptions): Promise<ExecutionResult>;
   /**
    * Executes `command`, an argument vector such as `["sh", "-c", "ls -la"]`, in a fresh box; it is
    * never interpreted by a host shell. Rejects with {@link SandboxError} if the session is not
    * open, `command` is a string, an empty array, or contains a non-string/NUL-containing element.
    */
   run(command: string[]): Promise<ExecutionResult>;
+  /** Addition to 0.1.1: `run()` with per-call options (see {@link CallOptions}). */
+  run(command: string[], opts?: CallOptions): Promise<ExecutionResult>;
   /**
    * Stores `data` (a string is written as UTF-8) at `path`, relative to the workspace, creating
    * missing parent directories; an existing file is replaced. The path is resolved strictly
@@ -285,6 +436,8 @@ export class Sandbox {
    * `ENOENT` for a missing file, `ELOOP` for a symlink) when the host operation fails.
    */
   readFile(path: string): Promise<Buffer>;
+  /** Addition to 0.1.1: `readFile()` with a size limit (see {@link ReadFileOptions}). */
+  readFile(path: string, opts?: ReadFileOptions): Promise<Buffer>;
   /**
    * Synchronously writes the entire workspace to the host file `dest` as a gzip-compressed USTAR
    * archive, a filesystem checkpoint only (no process or memory state). Regular files are
@@ -341,6 +494,11 @@ export function withSandbox<T>(opts: SandboxOptions, fn: (sandbox: Sandbox) => P
  * share files.
  */
 export function runCode(code: string, opts?: SandboxOptions & { language?: Language }): Promise<ExecutionResult>;
+/**
+ * Addition to 0.1.1: the one-shot call with an abort `signal`, which covers `open()`, the box and
+ * `close()`: the call rejects with an {@link AbortError} and leaves no workspace behind.
+ */
+export function runCode(code: string, opts?: SandboxOptions & RunCodeOptions): Promise<ExecutionResult>;
 
 /** The version string of this package, e.g. `"0.1.1"`. */
 export const version: string;

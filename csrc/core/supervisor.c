@@ -304,7 +304,7 @@ static void ks__run_stop(struct ks_sup *sup, struct ks_box *box) {
 
 static void ks__queue_spawn(struct ks_sup *sup, struct ks_box *box);
 static void ks__wake(struct ks_sup *sup);
-static bool ks__group_cancelled(struct ks_sup *sup, uint64_t group);
+static bool ks__box_cancelled(struct ks_sup *sup, const struct ks_box *box);
 
 static void ks__scan_job(struct ks_sup *sup, struct ks_box *box) {
   int r;
@@ -418,7 +418,7 @@ static void ks__spawn_box(struct ks_sup *sup, struct ks_box *box) {
   int r = 0;
 
   ks_err_clear(&err);
-  if (ks__group_cancelled(sup, box->req.group)) {
+  if (ks__box_cancelled(sup, box)) {
     ks_err_set(&err, ECANCELED, "spawn", NULL);
     ks__report_spawn_failure(sup, box, &err);
     return;
@@ -593,18 +593,22 @@ static void ks__on_kern_exit(struct ks_sup *sup, struct ks_box *box, uint64_t no
   ks_proc_close(&box->proc);
 }
 
-static bool ks__group_cancelled(struct ks_sup *sup, uint64_t group) {
+/* Whether the box's session group or its own call key was cancelled. */
+static bool ks__box_cancelled(struct ks_sup *sup, const struct ks_box *box) {
+  uint64_t group = box->req.group;
+  uint64_t call = box->req.call;
   bool found = false;
-  if (group == 0)
+  if (group == 0 && call == 0)
     return false;
   pthread_mutex_lock(&sup->lock);
   for (size_t i = 0; i < sup->ncancelled && !found; i++)
-    found = sup->cancelled[i] == group;
+    found = (group != 0 && sup->cancelled[i] == group) || (call != 0 && sup->cancelled[i] == call);
   pthread_mutex_unlock(&sup->lock);
   return found;
 }
 
-/* Our deadline fired, or the box's session was closed: kern goes now. */
+/* Our deadline fired, or the box's session was closed or its call aborted:
+ * kern goes now. */
 static void ks__kill_box(struct ks_sup *sup, struct ks_box *box, uint64_t now, bool timeout) {
   box->killed = true;
   if (timeout)
@@ -661,7 +665,7 @@ static void ks__sweep(struct ks_sup *sup, uint64_t now) {
     struct ks_box *next = box->next;
     if (!box->exited && !box->killed && now >= box->deadline_ns)
       ks__kill_box(sup, box, now, true);
-    else if (!box->exited && !box->killed && cancels && ks__group_cancelled(sup, box->req.group))
+    else if (!box->exited && !box->killed && cancels && ks__box_cancelled(sup, box))
       ks__kill_box(sup, box, now, false);
     else if (!box->exited && box->killed && now >= box->kill_deadline_ns)
       ks__abandon_kern(sup, box, now);

@@ -44,6 +44,8 @@ struct ks_box_request {
   struct ks_ws_watch *watch; /* the workspace whose changes to report, or NULL;
                               * one reference owned */
   uint64_t group;   /* the session it belongs to, for ks_sup_cancel_group; 0: none */
+  uint64_t call;    /* a key of its own, for ks_sup_cancel_group too (a call's
+                     * AbortSignal kills this box alone); 0: none */
 };
 
 /* What happened. Filled by the supervisor, read after on_done. */
@@ -98,8 +100,10 @@ int ks_sup_start(const struct ks_sup_hooks *hooks, void *ctx, struct ks_sup **re
  * (the box is then still the caller's). */
 int ks_sup_submit(struct ks_sup *sup, struct ks_box *box);
 
-/* Kills every box of a group (a session being closed), now and as they come:
- * a box of the group that has not started yet is reported as ECANCELED.
+/* Kills every box of a group (a session being closed), or whose call key it
+ * is (an aborted call), now and as they come: a box of the group that has
+ * not started yet is reported as ECANCELED. Groups and call keys share one
+ * number space, which the caller allocates.
  * Thread-safe; never blocks on a box. Returns 0 or -ENOMEM. */
 int ks_sup_cancel_group(struct ks_sup *sup, uint64_t group);
 

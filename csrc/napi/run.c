@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -276,7 +277,8 @@ static napi_value ks__result_object(napi_env env, struct ks__run *run, struct ks
                                        res->usage.ru_utime.tv_usec / 1e3)) ||
       !ks_napi_set(env, obj, "systemCpuMs",
                    ks__number(env, res->usage.ru_stime.tv_sec * 1e3 +
-                                       res->usage.ru_stime.tv_usec / 1e3)))
+                                       res->usage.ru_stime.tv_usec / 1e3)) ||
+      !ks_napi_set(env, obj, "maxRssKb", ks__number(env, (double) res->usage.ru_maxrss)))
     return NULL;
   if (ks_box_request_scans(box) && res->scan_errnum == 0) {
     napi_value files = ks_napi_changes_value(env, res->changes, res->nchanges);
@@ -399,12 +401,32 @@ static int ks__ensure_supervisor(napi_env env, struct ks_addon *addon, struct ks
 }
 
 /* ---- run(path, argv, envp, envData, tmpdir, stopArgv, timeoutMs, cap,
- *          onStdout, onStderr, watch, group, kernFd) -> Promise<RawRunResult>
- * kernFd: the session's kern, held open (kernOpen); null execs path. ------ */
+ *          onStdout, onStderr, watch, group, kernFd, cancelKey)
+ *      -> Promise<RawRunResult>
+ * kernFd: the session's kern, held open (kernOpen); null execs path.
+ * cancelKey: cancelGroup(cancelKey) kills this box alone (an AbortSignal);
+ * 0 for none. --------------------------------------------------------------- */
 
 static bool ks__is_function(napi_env env, napi_value v) {
   napi_valuetype t;
   return napi_typeof(env, v, &t) == napi_ok && t == napi_function;
+}
+
+/* A group or call key: an integer from 0 (none) up to 2^53 - 1. */
+static bool ks__get_key(napi_env env, napi_value v, const char *what, uint64_t *out) {
+  double key = 0;
+  if (napi_get_value_double(env, v, &key) != napi_ok) {
+    ks_napi_throw_last(env);
+    return false;
+  }
+  if (!(key >= 0 && key <= 9007199254740991.0) || key != (double) (uint64_t) key) {
+    char msg[64];
+    (void) snprintf(msg, sizeof msg, "kern-sandbox: %s out of range", what);
+    napi_throw_range_error(env, "ERR_OUT_OF_RANGE", msg);
+    return false;
+  }
+  *out = (uint64_t) key;
+  return true;
 }
 
 static bool ks__get_request(napi_env env, napi_value *argv, struct ks_box_request *req) {
@@ -487,18 +509,9 @@ static bool ks__get_request(napi_env env, napi_value *argv, struct ks_box_reques
       ks_ws_watch_ref(req->watch);
     }
   }
-  {
-    double group = 0;
-    if (napi_get_value_double(env, argv[11], &group) != napi_ok) {
-      ks_napi_throw_last(env);
-      return false;
-    }
-    if (!(group >= 0 && group <= 9007199254740991.0)) {
-      napi_throw_range_error(env, "ERR_OUT_OF_RANGE", "kern-sandbox: group out of range");
-      return false;
-    }
-    req->group = (uint64_t) group;
-  }
+  if (!ks__get_key(env, argv[11], "group", &req->group) ||
+      !ks__get_key(env, argv[13], "cancelKey", &req->call))
+    return false;
   {
     napi_valuetype t;
     int32_t fd;
@@ -528,8 +541,8 @@ static bool ks__get_request(napi_env env, napi_value *argv, struct ks_box_reques
 }
 
 static napi_value ks__run(napi_env env, napi_callback_info info) {
-  size_t argc = 13;
-  napi_value argv[13];
+  size_t argc = 14;
+  napi_value argv[14];
   struct ks_addon *addon;
   struct ks_box_request req;
   struct ks__run *run = NULL;
@@ -539,8 +552,8 @@ static napi_value ks__run(napi_env env, napi_callback_info info) {
 
   KS_NAPI_CALL(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
   KS_NAPI_CALL(env, napi_get_instance_data(env, (void **) &addon));
-  if (argc != 13) {
-    napi_throw_type_error(env, "ERR_INVALID_ARG_TYPE", "run() takes 13 arguments");
+  if (argc != 14) {
+    napi_throw_type_error(env, "ERR_INVALID_ARG_TYPE", "run() takes 14 arguments");
     return NULL;
   }
   if (!ks__get_request(env, argv, &req))
