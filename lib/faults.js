@@ -111,9 +111,19 @@ function classify(raw, ctx) {
   return fault("startup_failed", escapeControl(why).slice(0, 500));
 }
 
+const LIMIT_STATES = { 0: "none", 1: "enforced", 2: "not_enforced" };
+
+/** result.limits from kern's cap byte, or null when kern did not send it
+ * (it failed before the box existed). */
+function limitsOf(raw) {
+  const boxRan = raw.startedCount >= 2 && raw.started[0] === STARTED_BYTE;
+  const memory = boxRan ? LIMIT_STATES[raw.started[1]] : undefined;
+  return memory === undefined ? null : { memory };
+}
+
 /** Whether fault is a `killed` fault, whose `oom` says if memory explains it. */
 function isKilledFault(f) {
   return f !== null && typeof f === "object" && f.type === "killed" && typeof f.oom === "boolean";
 }
 
-module.exports = { classify, exitCodeOf, kernErrorLine, isKilledFault };
+module.exports = { classify, exitCodeOf, kernErrorLine, isKilledFault, limitsOf };

@@ -8,6 +8,7 @@ const crypto = require("crypto");
 const { SandboxError, sandboxErrorFromSystem } = require("./errors");
 const { BOX_WORKSPACE } = require("./mounts");
 const binding = require("./binding");
+const { uidRangeAvailable } = require("./hostfacts");
 
 const DEPS_DIR = ".deps";
 const HOW_TO_GET_KERN =
@@ -113,7 +114,7 @@ function openKern(file) {
 const PASSED_ENV = [
   "PATH", "HOME", "USER", "LOGNAME", "LANG", "LANGUAGE", "TZ", "TMPDIR", "NO_COLOR",
   "XDG_RUNTIME_DIR", "XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME",
-  "DBUS_SESSION_BUS_ADDRESS", "KERN_QUIET",
+  "DBUS_SESSION_BUS_ADDRESS",
   "http_proxy", "https_proxy", "no_proxy", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY",
   "SSL_CERT_FILE", "SSL_CERT_DIR",
   "LC_ALL", "LC_CTYPE", "LC_MESSAGES", "LC_COLLATE", "LC_NUMERIC", "LC_TIME", "LC_MONETARY",
@@ -127,6 +128,10 @@ function kernEnv({ enforceLimits, startedFd }, env = process.env) {
     if (v !== undefined) out.push(`${k}=${v}`);
   }
   out.push(`KERN_STARTED_FD=${startedFd}`);
+  // kern's prose about the host (caps it cannot enforce, a systemd scope)
+  // is for a person at a terminal: it would open every result's stderr.
+  // What it says reaches the caller as data (result.limits, a warning).
+  out.push("KERN_QUIET=1");
   if (!enforceLimits) out.push("KERN_NO_SCOPE=1");
   return out;
 }
@@ -168,7 +173,14 @@ function boxArgv(o, { kern, name, workspace, isSetup, depsDirExists, envFd, comm
   for (const cap of o.capDrop) argv.push("--cap-drop", cap);
   if (o.securityProfile !== null) argv.push("--security-profile", o.securityProfile);
   if (o.apparmor !== null) argv.push("--apparmor", o.apparmor);
-  if (o.requireLimits) argv.push("--require-limits");
+  // Without requireLimits, a cap this host cannot enforce is accepted (as
+  // kern does by default): --allow-uncapped says so and drops kern's notice,
+  // which result.limits and one process warning carry instead. The two are
+  // exclusive for kern.
+  argv.push(o.requireLimits ? "--require-limits" : "--allow-uncapped");
+  // Where no uid range can be had, the single-uid map is what every box gets
+  // anyway: saying so drops kern's note on each non-zero exit, nothing else.
+  if (!uidRangeAvailable()) argv.push("--no-uid-range");
   argv.push(...o.profiles);
   for (const m of o.mounts) argv.push("-v", `${m.src}:${m.target}${m.ro ? ":ro" : ""}`);
   if (o.egressAllow.length > 0 && !isSetup) argv.push("--egress-allow", o.egressAllow.join(","));

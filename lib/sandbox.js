@@ -13,7 +13,8 @@ const { checkHostSource, within } = require("./mounts");
 const { findKern, openKern, boxName, boxArgv, envFileContent, DEPS_DIR } = require("./kern");
 const { Session, newCancelKey } = require("./session");
 const { abortError, onAbort, raceAbort } = require("./abort");
-const { classify, exitCodeOf } = require("./faults");
+const { classify, exitCodeOf, limitsOf } = require("./faults");
+const { warnUnenforced } = require("./warnings");
 const { ExecutionResult } = require("./result");
 const { unpackChanges } = require("./changes");
 const { SandboxError, MountRefused, escapeControl, sandboxErrorFromSystem } = require("./errors");
@@ -309,6 +310,8 @@ class Sandbox {
       if (signal !== null && signal.aborted) throw abortError(signal, { stdout, stderr });
       const exitCode = exitCodeOf(raw);
       const fault = classify(raw, { kern: this.#kern, timeoutS, stderr, exitCode });
+      const limits = limitsOf(raw);
+      if (limits !== null && limits.memory === "not_enforced") warnUnenforced("memory", o.memoryMb);
       return new ExecutionResult({
         stdout, stderr, exitCode,
         durationMs: Math.round(raw.durationMs * 1000) / 1000,
@@ -318,6 +321,7 @@ class Sandbox {
         files: raw.files === null ? [] : unpackChanges(raw.files),
         truncated: raw.stdoutDiscarded > 0 || raw.stderrDiscarded > 0,
         usage: usageOf(raw),
+        limits,
       });
     });
   }

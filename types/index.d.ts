@@ -132,6 +132,26 @@ export class ExecutionResult {
    * 3 s of being killed.
    */
   usage: ResourceUsage | null;
+  /**
+   * Addition to 0.1.1: which caps kern reported in force for this box (from its started-fd cap
+   * byte), so that kern's notices about them never need to reach `stderr`. `null` when kern
+   * failed before the box existed and reported nothing.
+   */
+  limits: ResourceLimits | null;
+}
+
+/**
+ * Addition to 0.1.1: the caps of one box as kern reported them.
+ */
+export interface ResourceLimits {
+  /**
+   * `"enforced"`: the memory cap binds (a SIGKILL is then the OOM killer's, see
+   * {@link KilledFault}); `"not_enforced"`: a cap was asked for (`memoryMb`, 512 by default) but
+   * this host does not enforce it, the box's memory is unbounded (the first such box of a process
+   * also emits one `KernSandboxWarning`, code `KERN_SANDBOX_MEMORY_NOT_ENFORCED`); `"none"`: no
+   * cap was asked for (`memoryMb: null`).
+   */
+  memory: "enforced" | "not_enforced" | "none";
 }
 
 /**

@@ -4,7 +4,7 @@
 
 import { runCode, withSandbox, Sandbox, AbortError, isKilledFault, SandboxError } from "kern-sandbox";
 import type {
-  CallOptions, RunCodeOptions, OpenOptions, ReadFileOptions, ResourceUsage, KilledFault,
+  CallOptions, RunCodeOptions, OpenOptions, ReadFileOptions, ResourceUsage, KilledFault, ResourceLimits,
   ExecutionResult, SandboxOptions, SandboxFaultType,
 } from "kern-sandbox";
 
@@ -15,6 +15,8 @@ export type CallControlChecks = [
   Expect<Equal<ExecutionResult["usage"], ResourceUsage | null>>,
   Expect<Equal<ResourceUsage, { cpuUserMs: number; cpuSystemMs: number; maxRssKb: number }>>,
   Expect<Equal<KilledFault["oom"], boolean>>,
+  Expect<Equal<ExecutionResult["limits"], ResourceLimits | null>>,
+  Expect<Equal<ResourceLimits["memory"], "enforced" | "not_enforced" | "none">>,
   Expect<Equal<KilledFault["type"], "killed">>,
   Expect<Equal<RunCodeOptions, CallOptions & { language?: "python" | "bash" | "node" }>>,
   Expect<Equal<CallOptions["timeoutS"], number | null | undefined>>,
