@@ -11,6 +11,10 @@ const { spawn } = require("child_process");
 const h = require("./lib/harness");
 const { fdTable, listeningSockets, newListeners, kernCgroups, newKernCgroups } = require("./lib/leaks");
 
+// The caller's own KERN_BIN names the real kern the integration tests may use
+// (test/lib/realkern.js); the package under test sees the double.
+if (process.env.KS_CALLER_KERN_BIN === undefined && process.env.KERN_BIN !== undefined)
+  process.env.KS_CALLER_KERN_BIN = process.env.KERN_BIN;
 process.env.KERN_BIN = h.fakeKern();
 // A private TMPDIR for the whole run, inherited by every child the tests
 // start: what is left in it at the end is this run's, not another suite's
