@@ -5,6 +5,7 @@ const { ExecutionResult } = require("./result");
 const { SandboxError, MountRefused } = require("./errors");
 const { AbortError } = require("./abort");
 const { isKilledFault } = require("./faults");
+const { doctor } = require("./doctor");
 const { version } = require("../package.json");
 
 module.exports = {
@@ -16,5 +17,6 @@ module.exports = {
   MountRefused,
   AbortError,
   isKilledFault,
+  doctor,
   version,
 };

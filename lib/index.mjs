@@ -12,6 +12,7 @@ export const {
   MountRefused,
   AbortError,
   isKilledFault,
+  doctor,
   version,
 } = kern;
 export default kern;

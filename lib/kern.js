@@ -198,4 +198,5 @@ function envFileContent(env) {
   return Buffer.from(text, "utf8");
 }
 
-module.exports = { findKern, openKern, kernEnv, boxName, boxArgv, envFileContent, DEPS_DIR };
+module.exports = { findKern, openKern, kernEnv, boxName, boxArgv, envFileContent, DEPS_DIR,
+  HOW_TO_GET_KERN };

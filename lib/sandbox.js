@@ -14,7 +14,7 @@ const { findKern, openKern, boxName, boxArgv, envFileContent, DEPS_DIR } = requi
 const { Session, newCancelKey } = require("./session");
 const { abortError, onAbort, raceAbort } = require("./abort");
 const { classify, exitCodeOf, limitsOf } = require("./faults");
-const { warnUnenforced } = require("./warnings");
+const { warnUnenforced, NO_CAP_WARNING } = require("./warnings");
 const { ExecutionResult } = require("./result");
 const { unpackChanges } = require("./changes");
 const { SandboxError, MountRefused, escapeControl, sandboxErrorFromSystem } = require("./errors");
@@ -66,10 +66,12 @@ class Sandbox {
   #opening = null; // the open() in progress
   #closingP = null; // the close() in progress
   #closes = 0; // close() calls so far: an open() that sees this change was closed meanwhile
+  #capWarnings; // false only for doctor()'s probe (lib/warnings.js)
 
   constructor(opts = {}) {
     const o = normalizeOptions(opts);
     this.#o = o;
+    this.#capWarnings = !(opts && opts[NO_CAP_WARNING] === true);
     // The public fields the reference exposes, with its defaults.
     this.image = o.image;
     this.setup = o.setup;
@@ -311,7 +313,8 @@ class Sandbox {
       const exitCode = exitCodeOf(raw);
       const fault = classify(raw, { kern: this.#kern, timeoutS, stderr, exitCode });
       const limits = limitsOf(raw);
-      if (limits !== null && limits.memory === "not_enforced") warnUnenforced("memory", o.memoryMb);
+      if (limits !== null && limits.memory === "not_enforced" && this.#capWarnings)
+        warnUnenforced("memory", o.memoryMb);
       return new ExecutionResult({
         stdout, stderr, exitCode,
         durationMs: Math.round(raw.durationMs * 1000) / 1000,

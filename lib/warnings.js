@@ -26,4 +26,8 @@ function warnUnenforced(cap, value) {
   process.emitWarning(w.message(value), { type: TYPE, code: w.code, detail: w.detail });
 }
 
-module.exports = { warnUnenforced, WARNING_TYPE: TYPE };
+// A Sandbox option (a symbol: no caller can spell it by accident) that keeps
+// a session's boxes from warning: doctor()'s probe reports the caps itself.
+const NO_CAP_WARNING = Symbol("kern-sandbox.noCapWarning");
+
+module.exports = { warnUnenforced, WARNING_TYPE: TYPE, NO_CAP_WARNING };

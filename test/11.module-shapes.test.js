@@ -11,7 +11,7 @@ const { execFileSync } = require("child_process");
 const h = require("./lib/harness");
 
 const NAMES = ["AbortError", "ExecutionResult", "MountRefused", "Sandbox", "SandboxError",
-  "isKilledFault", "runCode", "version", "withSandbox"];
+  "doctor", "isKilledFault", "runCode", "version", "withSandbox"];
 
 /** A throwaway project whose node_modules/kern-sandbox is this package. */
 function project(files) {

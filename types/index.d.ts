@@ -520,5 +520,50 @@ export function runCode(code: string, opts?: SandboxOptions & { language?: Langu
  */
 export function runCode(code: string, opts?: SandboxOptions & RunCodeOptions): Promise<ExecutionResult>;
 
+/** Addition to 0.1.1: one check of {@link doctor}. */
+export interface DoctorCheck {
+  /**
+   * Which check: `"kern"` (found, runs, its version), `"linux"` (5.3 or newer), `"pidfd"`,
+   * `"openat2"`, `"userns"` (user namespaces), `"tmpdir"` (a workspace can be made),
+   * `"uid-range"`, `"image"` (the image is in kern's cache), `"box"` (a probe box ran),
+   * `"cgroup"` (which caps bind, as the probe box saw them).
+   */
+  id: string;
+  /** Whether the check passed. */
+  ok: boolean;
+  /** `true` when boxes cannot run without it; a failed check that is not required is a warning. */
+  required: boolean;
+  /** What was found, in a sentence. */
+  detail: string;
+  /** How to fix a failed check; `null` when it passed. */
+  fix: string | null;
+}
+
+/** Addition to 0.1.1: what {@link doctor} found. */
+export interface DoctorReport {
+  /** `true` when every required check passed: boxes can run on this host. */
+  ok: boolean;
+  /** Every check, in the order they ran. */
+  checks: DoctorCheck[];
+  /**
+   * The caps as a probe box saw them (`memory` from kern's cap byte, `pids` from the box's own
+   * `pids.max`, `cpu` whether a `cpu.max` is there); `null` when no probe box ran.
+   */
+  controllers: {
+    memory: "enforced" | "not_enforced" | "none" | "unknown";
+    pids: "enforced" | "not_enforced";
+    cpu: "available" | "not available";
+  } | null;
+}
+
+/**
+ * Addition to 0.1.1: checks whether this host can run boxes, and which caps will really be
+ * enforced, before the first failure: kern found and its version, the Linux version, pidfd and
+ * openat2, user namespaces, a writable temp dir, the uid range, the image in kern's cache, a
+ * probe box in that image and the cgroup controllers it sees. Never rejects for a host problem
+ * (that is a failed check). The same as `npx kern-sandbox doctor` (`--json` for this structure).
+ */
+export function doctor(opts?: { image?: string }): Promise<DoctorReport>;
+
 /** The version string of this package, e.g. `"0.1.1"`. */
 export const version: string;

@@ -48,6 +48,15 @@ enum ks_feature {
   KS_FEATURE_PIDFD_PGRP = 1 << 4, /* pidfd_send_signal(PIDFD_SIGNAL_PROCESS_GROUP), 6.9 */
 };
 
+/* What this kernel offers of the interfaces above, asked directly (for
+ * doctor(): the engine itself probes each at its first use). */
+struct ks_host_features {
+  bool pidfd_open;  /* pidfd_open(2), Linux 5.3: timeout kills without pid reuse */
+  bool openat2;     /* openat2(2) RESOLVE_BENEATH, Linux 5.6; else an O_NOFOLLOW walk */
+  bool close_range; /* close_range(2), Linux 5.9; else a descriptor-by-descriptor close */
+};
+void ks_compat_probe_host(struct ks_host_features *out);
+
 /* Tests force the fallback paths on a kernel that has every feature:
  * features listed here behave as if the kernel answered ENOSYS. */
 void ks_compat_disable(unsigned features);

@@ -1045,11 +1045,14 @@ int ks_sup_cancel_group(struct ks_sup *sup, uint64_t group) {
 
 void ks_sup_forget_group(struct ks_sup *sup, uint64_t group) {
   pthread_mutex_lock(&sup->lock);
-  for (size_t i = 0; i < sup->ncancelled; i++) {
-    if (sup->cancelled[i] == group) {
+  /* Every entry: a group can be cancelled twice (close() during open()
+   * cancels the setup box's group, then the failed open()'s teardown does
+   * again), and one left behind would be checked by every sweep forever. */
+  for (size_t i = 0; i < sup->ncancelled;) {
+    if (sup->cancelled[i] == group)
       sup->cancelled[i] = sup->cancelled[--sup->ncancelled];
-      break;
-    }
+    else
+      i++;
   }
   pthread_mutex_unlock(&sup->lock);
 }

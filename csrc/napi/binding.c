@@ -23,6 +23,27 @@
  * "0" turns off the per-call change tracking from inotify events, for a full
  * scan before and after every call (for comparison, and for file systems
  * that raise no inotify events). */
+/* hostFeatures() -> { pidfdOpen, openat2, closeRange }: for doctor(). */
+static napi_value ks__host_features(napi_env env, napi_callback_info info) {
+  struct ks_host_features f;
+  napi_value obj;
+  napi_value v;
+  (void) info;
+
+  ks_compat_probe_host(&f);
+  KS_NAPI_CALL(env, napi_create_object(env, &obj));
+  const struct {
+    const char *name;
+    bool value;
+  } fields[] = {{"pidfdOpen", f.pidfd_open}, {"openat2", f.openat2}, {"closeRange", f.close_range}};
+  for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++) {
+    KS_NAPI_CALL(env, napi_get_boolean(env, fields[i].value, &v));
+    if (!ks_napi_set(env, obj, fields[i].name, v))
+      return NULL;
+  }
+  return obj;
+}
+
 static napi_value ks__configure(napi_env env, napi_callback_info info) {
   static const struct {
     const char *name;
@@ -155,6 +176,15 @@ static napi_value ks__init(napi_env env, napi_value exports) {
     if (napi_create_function(env, "configure", NAPI_AUTO_LENGTH, ks__configure, NULL, &fn) !=
             napi_ok ||
         !ks_napi_set(env, exports, "configure", fn)) {
+      ks_napi_throw_last(env);
+      return NULL;
+    }
+  }
+  {
+    napi_value fn;
+    if (napi_create_function(env, "hostFeatures", NAPI_AUTO_LENGTH, ks__host_features, NULL,
+                             &fn) != napi_ok ||
+        !ks_napi_set(env, exports, "hostFeatures", fn)) {
       ks_napi_throw_last(env);
       return NULL;
     }

@@ -2,7 +2,8 @@
 // check, is left exactly as it was; this file uses every new option, field and class.
 // Checked with: npx tsc -p test/types --noEmit
 
-import { runCode, withSandbox, Sandbox, AbortError, isKilledFault, SandboxError } from "kern-sandbox";
+import { runCode, withSandbox, Sandbox, AbortError, isKilledFault, SandboxError, doctor } from "kern-sandbox";
+import type { DoctorReport, DoctorCheck } from "kern-sandbox";
 import type {
   CallOptions, RunCodeOptions, OpenOptions, ReadFileOptions, ResourceUsage, KilledFault, ResourceLimits,
   ExecutionResult, SandboxOptions, SandboxFaultType,
@@ -63,5 +64,7 @@ export async function main(): Promise<void> {
   await sbx.close();
   const one: ExecutionResult = await runCode("print(1)", { memoryMb: 256, signal: ac.signal, timeoutS: 1 });
   const w = await withSandbox({ capDrop: [] }, (s) => s.runCode("print(2)", { language: "python" }));
-  console.log(r3, buf, one, w);
+  const report: DoctorReport = await doctor({ image: "python:3.12-slim" });
+  const failed: DoctorCheck[] = report.checks.filter((c) => !c.ok && c.required);
+  console.log(r3, buf, one, w, failed, report.controllers?.memory);
 }
