@@ -1,0 +1,27 @@
+"use strict";
+
+// The examples/ programs and what each must print: run by 39.examples (the
+// double) and integration/examples (a real kern).
+const path = require("path");
+const { spawnSync } = require("child_process");
+const h = require("./harness");
+
+const EXPECT = {
+  "one-shot.js": [/^4950$/m, /^True$/m],
+  "session-files.js": [/^3 rows$/m, /out\/summary\.json/, /hot: \[ 'Lima', 'Cairo' \]/],
+  "streaming.js": [/^live: step 0$/m, /the result has it all too: "step 0\\nstep 1\\nstep 2\\n"/],
+  "agent-tool.js": [/^true 20\d\d \[ 'notes\.txt \(2 bytes, created\)' \]$/m,
+    /^false 1 ZeroDivisionError: division by zero$/m, /aborted: true/],
+  "abort.js": [/^ABORT_ERR - the user pressed stop - printed before: "working\.\.\.\\n"$/m, /^next call$/m],
+  "snapshot.js": [/^snapshot: \d+ bytes$/m, /^restored: 0\.1 0\.2 0\.3$/m],
+};
+
+/** Runs examples/NAME with env on top of ours; { status, stdout, stderr }. */
+function runExample(name, env) {
+  const r = spawnSync(process.execPath, ["--no-warnings", path.join(h.repo, "examples", name)], {
+    cwd: h.repo, encoding: "utf8", timeout: 90000, env: { ...process.env, ...env },
+  });
+  return { status: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+
+module.exports = { EXPECT, runExample };
