@@ -8,28 +8,17 @@ const assert = require("assert");
 const crypto = require("crypto");
 const { performance } = require("perf_hooks");
 const h = require("../lib/harness");
-const { realKern, why } = require("../lib/realkern");
+const { realKern, useRealKern } = require("../lib/realkern");
 
 const SETTLE_MS = h.jsBound(50);
 const TEARDOWN_MS = h.jsBound(100);
 
 describe("integration: call control with a real kern (issue 13)", function () {
   this.timeout(120000);
-  let saved;
+  const pkg = useRealKern();
   let kern;
-
   before(function () {
-    if (why !== null) return;
-    saved = process.env.KERN_BIN;
-    process.env.KERN_BIN = realKern;
-    kern = require("../..");
-  });
-  after(function () {
-    if (saved !== undefined) process.env.KERN_BIN = saved;
-    else delete process.env.KERN_BIN;
-  });
-  beforeEach(function () {
-    if (why !== null) h.skip(this, why);
+    kern = pkg();
   });
 
   async function capsOf(opts) {

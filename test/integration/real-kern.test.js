@@ -14,7 +14,7 @@ const h = require("../lib/harness");
 const leaks = require("../lib/leaks");
 const procfs = require("../lib/procfs");
 
-const { realKern, haveImage, why } = require("../lib/realkern");
+const { realKern, haveImage, why, useRealKern } = require("../lib/realkern");
 
 const V1_PIDS = "/sys/fs/cgroup/pids";
 /** Whether this host has a cgroup-v1 pids hierarchy root can write. */
@@ -38,20 +38,10 @@ function buildCgroupExec(out, dir, perBox = null) {
 
 describe("integration: a real kern", function () {
   this.timeout(120000);
-  let saved;
+  const pkg = useRealKern();
   let kern;
-
   before(function () {
-    if (why !== null) return;
-    saved = process.env.KERN_BIN;
-    process.env.KERN_BIN = realKern;
-    kern = require("../..");
-  });
-  after(function () {
-    if (saved !== undefined) process.env.KERN_BIN = saved;
-  });
-  beforeEach(function () {
-    if (why !== null) h.skip(this, why);
+    kern = pkg();
   });
 
   it('runCode("print(sum(range(100)))") gives "4950\\n"', async function () {

@@ -49,4 +49,29 @@ const why = realKern === null
     ? `kern at ${realKern} has no python:3.12-slim image (run ../shared/tools/make-kern-images.sh)`
     : null;
 
-module.exports = { realKern, haveImage, why };
+/**
+ * Mocha hooks for a describe() of real-kern tests: KERN_BIN names the real
+ * kern while they run, and each test SKIPs, saying why, when there is none.
+ * Returns a function that gives the package (loaded in before()).
+ */
+function useRealKern() {
+  let saved;
+  let kern = null;
+  before(function () {
+    if (why !== null) return;
+    saved = process.env.KERN_BIN;
+    process.env.KERN_BIN = realKern;
+    kern = require("../..");
+  });
+  after(function () {
+    if (why !== null) return;
+    if (saved === undefined) delete process.env.KERN_BIN;
+    else process.env.KERN_BIN = saved;
+  });
+  beforeEach(function () {
+    if (why !== null) h.skip(this, why);
+  });
+  return () => kern;
+}
+
+module.exports = { realKern, haveImage, why, useRealKern };
