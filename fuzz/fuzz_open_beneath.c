@@ -3,7 +3,7 @@
  * A23, H7).
  *
  * ks_compat_disable is one-way, so one process cannot switch openat2 off
- * and on again. Instead the Makefile links csrc/core/wsfs.c twice: as is,
+ * and on again. Instead the Makefile links csrc/core/workspace/wsfs.c twice: as is,
  * and as a second object whose public symbols are renamed ks_ -> ksw_ and
  * whose ks_compat_disabled call goes to ksw_compat_disabled below, which
  * reports openat2 as disabled. Same source, same code, separate caches:
@@ -47,7 +47,7 @@
 
 #include "compat.h"
 #include "err.h"
-#include "wsfs.h"
+#include "workspace/wsfs.h"
 
 int ksw_open_beneath(int rootfd, const char *rel, int flags, mode_t mode, int *ret_fd,
                      struct ks_err *err);

@@ -50,7 +50,7 @@
 #include <zlib.h>
 
 #include "err.h"
-#include "snapshot.h"
+#include "archive/snapshot.h"
 
 #define ABS_CANARY "/tmp/ks-fuzz-abs-canary"
 

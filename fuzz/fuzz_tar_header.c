@@ -25,7 +25,7 @@
  * with paths no valid header would carry. */
 #include "fuzz_common.h"
 
-#include "tar.h"
+#include "archive/tar.h"
 
 #define REF_NAME 0
 #define REF_SIZE 124

@@ -13,7 +13,7 @@
  *     (the Latin-1 case decodes in place). */
 #include "fuzz_common.h"
 
-#include "text.h"
+#include "box/text.h"
 
 /* The reference: code points of in[0..n) into cps; returns their count. */
 static size_t ref_decode(const uint8_t *in, size_t n, uint32_t *cps) {

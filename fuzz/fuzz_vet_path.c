@@ -34,8 +34,8 @@
 #include "fuzz_common.h"
 
 #include "err.h"
-#include "tar.h"
-#include "wsfs.h"
+#include "archive/tar.h"
+#include "workspace/wsfs.h"
 
 #define FUZZ_MAX_INPUT 4096
 #define MAX_DEPTH (FUZZ_MAX_INPUT + 1)

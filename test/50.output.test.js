@@ -59,7 +59,7 @@ describe("output", function () {
   });
 
   it("C7: any bytes decode exactly as Buffer#toString does (differential, random bytes)", async function () {
-    // Non-ASCII output is decoded off the JS thread (csrc/core/text.c); V8's
+    // Non-ASCII output is decoded off the JS thread (csrc/core/box/text.c); V8's
     // own decoder is the reference. Bytes are drawn from the classes the
     // decoder tells apart: ASCII, continuations, every kind of lead byte.
     const classes = [[0x00, 0x7f], [0x80, 0xbf], [0xc0, 0xc1], [0xc2, 0xdf], [0xe0, 0xe0],

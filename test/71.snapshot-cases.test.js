@@ -326,7 +326,7 @@ describe("snapshot and restore: the remaining catalogue cases", function () {
       }
     });
 
-    // KNOWN BUG (csrc/core/snapshot.c, ks__commit): members are moved into
+    // KNOWN BUG (csrc/core/archive/snapshot.c, ks__commit): members are moved into
     // place one by one after vetting; an error in that phase (here ENOSPC
     // from mkdirat once the inodes run out) returns with the earlier members
     // already in the workspace, while the error says "nothing restored".

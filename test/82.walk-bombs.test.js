@@ -2,7 +2,7 @@
 
 // Walk bombs (SECURITY-CASES.md A25): a box fills its workspace with more
 // files, more path bytes or deeper chains than a walk may take. The caps are
-// compile-time constants of csrc/core/wsfs.h (KS_WS_MAX_ENTRIES, 1,000,000
+// compile-time constants of csrc/core/workspace/wsfs.h (KS_WS_MAX_ENTRIES, 1,000,000
 // files; KS_WS_MAX_PATH_BYTES, 256 MiB of paths, each counted with its NUL;
 // KS_WS_PATH_MAX, 4,095 bytes): listFiles() then fails with E2BIG or
 // ENAMETOOLONG (syscall "walk"), a run's change list is [] (README: "a

@@ -7,8 +7,8 @@
 #include <unistd.h>
 
 #include "../core/compat.h"
-#include "../core/wsfs.h"
-#include "../core/wswatch.h"
+#include "../core/workspace/wsfs.h"
+#include "../core/workspace/wswatch.h"
 #include "addon.h"
 
 /* configure(forceFallback, tracker), called by lib/binding.js with

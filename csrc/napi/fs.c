@@ -15,8 +15,8 @@
 #include <unistd.h>
 
 #include "../core/util.h"
-#include "../core/wsfs.h"
-#include "../core/wsscan.h"
+#include "../core/workspace/wsfs.h"
+#include "../core/workspace/wsscan.h"
 #include "addon.h"
 
 enum ks__fs_op {

@@ -6,7 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../core/snapshot.h"
+#include "../core/archive/snapshot.h"
 #include "../core/util.h"
 #include "addon.h"
 

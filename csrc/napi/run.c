@@ -13,8 +13,8 @@
 #include <string.h>
 #include <sys/wait.h>
 
-#include "../core/supervisor.h"
-#include "../core/text.h"
+#include "../core/box/supervisor.h"
+#include "../core/box/text.h"
 #include "addon.h"
 
 /* Bytes of onStdout/onStderr chunks queued for JS per run; past this a slow

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "../core/wswatch.h"
+#include "../core/workspace/wswatch.h"
 #include "addon.h"
 
 struct ks__watch_handle {

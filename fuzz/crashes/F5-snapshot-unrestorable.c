@@ -4,8 +4,9 @@
  * snapshot now fails instead.
  *
  *   C=csrc/core
- *   clang -g -I$C fuzz/crashes/F5-snapshot-unrestorable.c $C/snapshot.c $C/tar.c \
- *     $C/wsfs.c $C/compat.c $C/envfd.c -lz -o /tmp/f5
+ *   clang -g -I$C fuzz/crashes/F5-snapshot-unrestorable.c $C/archive/snapshot.c \
+ *     $C/archive/tar.c $C/workspace/commit.c $C/workspace/wsfs.c $C/compat.c $C/envfd.c \
+ *     -lz -o /tmp/f5
  *   /tmp/f5 'a\b'; /tmp/f5 'C:x'
  *
  * At b52bc88 it printed
@@ -25,7 +26,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "snapshot.h"
+#include "archive/snapshot.h"
 
 int main(int argc, char **argv) {
   char ws[] = "/tmp/ks-f5-XXXXXX";

@@ -29,8 +29,8 @@
 
 #include "check.h"
 #include "compat.h"
-#include "wsfs.h"
-#include "wsscan.h"
+#include "workspace/wsfs.h"
+#include "workspace/wsscan.h"
 
 #define CHECK_ERR(expr, want)                                                            \
   do {                                                                                   \

@@ -40,9 +40,9 @@
 #include "check.h"
 #include "compat.h"
 #include "util.h"
-#include "wsfs.h"
-#include "wsscan.h"
-#include "wstrack.h"
+#include "workspace/wsfs.h"
+#include "workspace/wsscan.h"
+#include "workspace/wstrack.h"
 
 #define CHECK_ERR(expr, want)                                                            \
   do {                                                                                   \

@@ -13,10 +13,10 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include "commit.h"
-#include "envfd.h"
-#include "util.h"
-#include "wsfs.h"
+#include "../workspace/commit.h"
+#include "../envfd.h"
+#include "../util.h"
+#include "../workspace/wsfs.h"
 
 #define KS__IO_CHUNK (256u << 10)
 #define KS__DEFLATE_LEVEL 1 /* checkpoints favour speed; often already-compressed data */

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "util.h"
+#include "../util.h"
 #include "wstrack.h"
 
 /* The inotify tracker is on unless KERN_SANDBOX_TRACKER=0. A hostile box

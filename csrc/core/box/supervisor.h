@@ -18,8 +18,8 @@
 
 #include "outbuf.h"
 #include "proc.h"
-#include "wsscan.h"
-#include "wswatch.h"
+#include "../workspace/wsscan.h"
+#include "../workspace/wswatch.h"
 
 /* kern's view of the descriptors we give it. */
 #define KS_BOX_STARTED_FD 3 /* kern writes its started bytes here */

@@ -91,7 +91,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "err.h"
+#include "../err.h"
 #include "wsscan.h"
 
 struct ks_ws_tracker;

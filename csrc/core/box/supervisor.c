@@ -20,8 +20,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "envfd.h"
-#include "util.h"
+#include "../envfd.h"
+#include "../util.h"
 
 #define KS__MS 1000000ULL
 #define KS__SEC 1000000000ULL

@@ -23,7 +23,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "err.h"
+#include "../err.h"
 
 struct ks_commit_item {
   const char *path; /* relative to the root, vetted */

@@ -10,7 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "util.h"
+#include "../util.h"
 #include "wsfs.h"
 
 enum ks__undo_kind {

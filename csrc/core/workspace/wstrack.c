@@ -30,7 +30,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "util.h"
+#include "../util.h"
 #include "wsfs.h"
 
 #define KS__MASK                                                                         \

@@ -13,7 +13,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "err.h"
+#include "../err.h"
 #include "wsscan.h"
 
 struct ks_ws_watch;

@@ -13,7 +13,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "err.h"
+#include "../err.h"
 
 /* Longest component (NAME_MAX) and path (PATH_MAX - 1) accepted anywhere.
  * Since every component takes at least two bytes ("a/"), a valid path has at

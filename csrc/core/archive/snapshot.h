@@ -15,7 +15,7 @@
 
 #include <stdbool.h>
 
-#include "err.h"
+#include "../err.h"
 #include "tar.h"
 
 #define KS_RESTORE_MAX_INFLATED (1ULL << 30)

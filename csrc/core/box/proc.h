@@ -15,7 +15,7 @@
 #include <sys/resource.h>
 #include <sys/types.h>
 
-#include "err.h"
+#include "../err.h"
 
 #define KS_SPAWN_MAX_FDS 8
 

@@ -24,9 +24,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "compat.h"
-#include "envfd.h"
-#include "util.h"
+#include "../compat.h"
+#include "../envfd.h"
+#include "../util.h"
 
 #ifndef RESOLVE_NO_MAGICLINKS
 #define RESOLVE_NO_MAGICLINKS 0x02

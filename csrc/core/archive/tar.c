@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "wsfs.h"
+#include "../workspace/wsfs.h"
 
 /* Field offsets of the POSIX ustar header. */
 #define KS__NAME 0

@@ -25,8 +25,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "compat.h"
-#include "util.h"
+#include "../compat.h"
+#include "../util.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #define KS__ASAN 1

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "util.h"
+#include "../util.h"
 #include "wsfs.h"
 
 struct ks_ws_scan {
