@@ -9,6 +9,9 @@ const fs = require("fs");
 const path = require("path");
 const { spawn } = require("child_process");
 const h = require("./lib/harness");
+
+// Loaded when first needed, as the suite's other uses of the package are.
+const watchClosesSettled = () => require("../lib/session").watchClosesSettled();
 const { fdTable, listeningSockets, newListeners, kernCgroups, newKernCgroups } = require("./lib/leaks");
 
 // The caller's own KERN_BIN names the real kern the integration tests may use
@@ -107,13 +110,22 @@ exports.mochaHooks = {
       c.on("close", resolve);
     });
     await h.waitFor(() => h.children().length === 0, 12000);
+    await watchClosesSettled();
     baselineFds = fdTable();
     baselineSockets = new Set(listeningSockets().keys());
     baselineCgroups = new Set(kernCgroups());
   },
 
+  // close() does not wait for its inotify instance to close (lib/session.js):
+  // each test starts once the previous one's are gone, so a descriptor
+  // count taken in a test sees only that test's descriptors.
+  async afterEach() {
+    await watchClosesSettled();
+  },
+
   async afterAll() {
     this.timeout(60000);
+    await watchClosesSettled();
     const binding = require("../lib/binding");
     const live = await h.waitFor(() => binding.liveBoxes() === 0, wait(5000));
     assert.ok(live, `boxes still live after the suite: ${binding.liveBoxes()}`);

@@ -14,6 +14,7 @@ const { Worker } = require("worker_threads");
 const { isDeepStrictEqual } = require("util");
 const { Sandbox, SandboxError, withSandbox } = require("..");
 const binding = require("../lib/binding");
+const { watchClosesSettled } = require("../lib/session");
 const h = require("./lib/harness");
 const leaks = require("./lib/leaks");
 
@@ -474,6 +475,7 @@ describe("host faults", function () {
       // Warm-up, then the baseline: the engine opens its own fds on first use.
       await withSandbox(opts, (sbx) => sbx.run(["true"]));
       await h.waitFor(() => h.children().length === 0, 12000);
+      await watchClosesSettled(); // close() does not wait for its inotify instance
       const fds0 = h.openFds();
       const handles0 = process._getActiveHandles().length;
       const sockets0 = new Set(leaks.listeningSockets().keys());
