@@ -8,7 +8,14 @@ const assert = require("assert");
 const crypto = require("crypto");
 const { performance } = require("perf_hooks");
 const h = require("../lib/harness");
-const { realKern, useRealKern } = require("../lib/realkern");
+const path = require("path");
+const { realKern, haveImage, useRealKern } = require("../lib/realkern");
+const { buildWheel } = require("../lib/wheel");
+
+// An image with pip (python3 -m pip): make-kern-images.sh's python image has
+// none, so this names a local one (KERN_PIP_IMAGE), e.g. the same rootfs with
+// Debian's python3-pip added and loaded with `kern load`.
+const PIP_IMAGE = process.env.KERN_PIP_IMAGE || "python-pip:test";
 
 const SETTLE_MS = h.jsBound(50);
 const TEARDOWN_MS = h.jsBound(100);
@@ -49,6 +56,21 @@ describe("integration: call control with a real kern (issue 13)", function () {
         const text = (await sbx.readFile("setup-caps")).toString();
         assert.match(text, /^CapEff:\s+0000000000000000$/m);
       });
+  });
+
+  it("setup: \"pip install <local wheel>\" works with the default capDrop ALL", async function () {
+    if (!haveImage(PIP_IMAGE))
+      return h.skip(this, `no image with pip in kern's cache (${PIP_IMAGE}; set KERN_PIP_IMAGE to one)`);
+    const dir = h.tmpDir("rk-wheel-");
+    const wheel = buildWheel(dir, "ks_rkwheel", "1.0", "VALUE = 'from the wheel'\n");
+    await kern.withSandbox({ image: PIP_IMAGE, mounts: { [dir]: ["/wheels", "ro"] },
+      setup: `pip install --no-index /wheels/${path.basename(wheel)} && ` +
+        "grep CapEff /proc/self/status > /workspace/setup-caps" }, async (sbx) => {
+      assert.match((await sbx.readFile("setup-caps")).toString(), /^CapEff:\s+0000000000000000$/m);
+      const r = await sbx.runCode("import ks_rkwheel; print(ks_rkwheel.VALUE)");
+      assert.strictEqual(r.stdout, "from the wheel\n", r.stderr);
+      assert.deepStrictEqual((await sbx.listFiles()).map((f) => f.path), ["setup-caps"]);
+    });
   });
 
   it("every hardening flag and network combination reaches kern as intended", async function () {
