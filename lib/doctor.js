@@ -157,8 +157,10 @@ async function doctor(opts = {}) {
   } catch (e) {
     checks.push(check("kern", false, e.message.split(";")[0], HOW_TO_GET_KERN));
   }
-  const env = kernEnv({ enforceLimits: true, startedFd: binding.STARTED_FD });
-  const envObj = Object.fromEntries(env.map((kv) => [kv.slice(0, kv.indexOf("=")), kv.slice(kv.indexOf("=") + 1)]));
+  // kern's own environment, as a box gets it, less the started fd (no box here).
+  const envObj = Object.fromEntries(kernEnv({ enforceLimits: true, startedFd: binding.STARTED_FD })
+    .filter((kv) => !kv.startsWith("KERN_STARTED_FD="))
+    .map((kv) => [kv.slice(0, kv.indexOf("=")), kv.slice(kv.indexOf("=") + 1)]));
   if (kern !== null) {
     const v = await run(kern, ["--version"], envObj);
     const version = v.error ? null : v.stdout.trim().split("\n")[0];
