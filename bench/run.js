@@ -353,6 +353,58 @@ async function snapshots() {
   }
 }
 
+// The reference 0.1.1 package, read from the contract folder beside this
+// repository when it is there (the project holds no copy of its code).
+const REFERENCE = path.join(h.repo, "..", "shared", "spec", "kern-sandbox-0.1.1", "index.js");
+
+/** The one-shot runCode("print(1)") against 0.1.1's own, interleaved (issue 16's figure). */
+async function oneShot() {
+  const figure = 'one-shot runCode("print(1)")';
+  if (!fs.existsSync(REFERENCE)) {
+    row(figure, `0.1.1 is not at ${REFERENCE}`, "not measured", "<= 0.8x of 0.1.1", null);
+    return;
+  }
+  const ref = require(REFERENCE);
+  const n = QUICK ? 10 : 25;
+  const ours = [];
+  const theirs = [];
+  for (let i = 0; i < n + 2; i++) {
+    let t0 = process.hrtime.bigint();
+    const a = await runCode("print(1)");
+    const ta = ms(t0);
+    t0 = process.hrtime.bigint();
+    const b = await ref.runCode("print(1)");
+    const tb = ms(t0);
+    if (a.stdout !== "1\n" || b.stdout !== "1\n") {
+      row(figure, "0.1.1's runCode", `a call failed: ours ${JSON.stringify(a.stdout)}, 0.1.1 ` +
+        `${JSON.stringify(b.stdout)} ${JSON.stringify(b.stderr.slice(0, 120))}`, "<= 0.8x of 0.1.1", false);
+      return;
+    }
+    if (i >= 2) { // two warm-up rounds each
+      ours.push(ta);
+      theirs.push(tb);
+    }
+  }
+  const ratio = median(ours) / median(theirs);
+  row(figure, `0.1.1's own runCode: ${median(theirs).toFixed(2)} ms`,
+    `${median(ours).toFixed(2)} ms = ${ratio.toFixed(2)}x`, "<= 0.8x of 0.1.1", ratio <= 0.8);
+}
+
+/** close() of a session whose calls have settled (issue 16's figure). */
+async function closeCost() {
+  const n = QUICK ? 20 : 50;
+  const times = [];
+  for (let i = 0; i < n; i++) {
+    const s = await new Sandbox().open();
+    await s.run(["true"]);
+    const t0 = process.hrtime.bigint();
+    await s.close();
+    times.push(ms(t0));
+  }
+  row("close() after one settled call", "-", `p50 ${median(times).toFixed(2)} ms, p99 ` +
+    `${pct(times, 99).toFixed(2)} ms`, "p50 <= 1 ms", median(times) <= 1);
+}
+
 async function idleLoop() {
   const idle = loopMonitor();
   idle.enable();
@@ -368,7 +420,7 @@ async function idleLoop() {
   const idle = await idleLoop();
   loop.enable();
   const figures = { perCallOverhead, bigWorkspaceOverhead, concurrency, timeoutPrecision, flood,
-    snapshots, flood10g };
+    snapshots, oneShot, closeCost, flood10g };
   const onRequest = ["flood10g"];
   // `node bench/run.js only=flood,snapshots` measures a subset (when chasing one figure).
   const only = (process.argv.find((a) => a.startsWith("only=")) || "").slice(5).split(",")
