@@ -7,6 +7,7 @@ const path = require("path");
 const crypto = require("crypto");
 const { SandboxError, sandboxErrorFromSystem } = require("./errors");
 const { BOX_WORKSPACE } = require("./mounts");
+const INIT_BOX_DIR = "/.ks"; // lib/init.js BOX_DIR, csrc/init/protocol.h
 const binding = require("./binding");
 const { uidRangeAvailable } = require("./hostfacts");
 
@@ -157,11 +158,13 @@ function boxName() {
  * there could be a flag (even `--help`). `--net` goes after the profiles,
  * because kern reads a bare token right after `--net` as its value.
  */
-function boxArgv(o, { kern, name, workspace, isSetup, depsDirExists, envFd, command }) {
+function boxArgv(o, { kern, name, workspace, isSetup, depsDirExists, envFd, command, initDir = null }) {
   const argv = [kern, "box", name, "--image", o.image, "--ro",
     "-v", `${workspace}:${BOX_WORKSPACE}`, "--workdir", BOX_WORKSPACE];
   if (o.depsReadonly && !isSetup && depsDirExists)
     argv.push("-v", `${workspace}/${DEPS_DIR}:${BOX_WORKSPACE}/${DEPS_DIR}:ro`);
+  // The in-box init, from the session's private directory (lib/init.js).
+  if (initDir !== null) argv.push("-v", `${initDir}:${INIT_BOX_DIR}:ro`);
   // kern's own --timeout is a backstop just past ours, in whole seconds.
   const timeoutS = isSetup ? Math.max(o.timeoutS, 120) : o.timeoutS;
   argv.push("--timeout", String(Math.ceil(timeoutS) + 5));
@@ -185,8 +188,12 @@ function boxArgv(o, { kern, name, workspace, isSetup, depsDirExists, envFd, comm
   for (const m of o.mounts) argv.push("-v", `${m.src}:${m.target}${m.ro ? ":ro" : ""}`);
   if (o.egressAllow.length > 0 && !isSetup) argv.push("--egress-allow", o.egressAllow.join(","));
   else if (isSetup || o.network) argv.push("--net");
-  argv.push("--env-file", `/dev/fd/${envFd}`, "--", ...command);
-  return { argv, timeoutS };
+  argv.push("--env-file", `/dev/fd/${envFd}`, "--");
+  // What a prewarmed box must have been started with for a call to use it:
+  // every flag but the box's name and its backstop.
+  const flags = argv.slice(3).map((a, i, all) => (all[i - 1] === "--timeout" ? "*" : a));
+  argv.push(...command);
+  return { argv, timeoutS, flagsKey: flags.join("\0") };
 }
 
 /** The env file kern hands the workload: KEY=VALUE lines, validated upstream. */

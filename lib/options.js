@@ -23,6 +23,7 @@ const MAX_TIMEOUT_S = 2 ** 31 - 1;
 const MAX_MEMORY_MB = 16 * MIB; // 16 TiB
 const MAX_CPUS = 4096;
 const MAX_PIDS = 4 * MIB; // the kernel's pid_max ceiling
+const MAX_PREWARM = 16; // boxes started ahead: each idle one holds a kern and its mounts
 
 // An OCI reference: registry/name:tag@digest. Never a leading '-' (it would
 // become a kern flag) and nothing outside the reference alphabet.
@@ -260,6 +261,9 @@ function normalizeOptions(opts) {
     apparmor: apparmorOption(opts),
     requireLimits: boolOption(opts, "requireLimits", false),
     trackFiles: boolOption(opts, "trackFiles", true),
+    // Boxes kept started ahead of the calls (lib/pool.js).
+    prewarm: numberOption(opts, "prewarm",
+      { dflt: 1, integer: true, min: 0, max: MAX_PREWARM }),
   };
   if (o.egressAllow.length > 0 && o.network)
     throw new SandboxError(

@@ -20,6 +20,9 @@ const { unpackChanges } = require("./changes");
 const { SandboxError, MountRefused, escapeControl, sandboxErrorFromSystem } = require("./errors");
 const { checkRelPath } = require("./paths");
 const snapshots = require("./snapshot");
+const init = require("./init");
+const { Pool, IDLE_MS } = require("./pool");
+const { ENGINE } = require("./internal");
 
 const INLINE_CODE_MAX = 128 * 1024; // longer code goes through a workspace file (ARG_MAX)
 const READ_MAX = 2 ** 31 - 1; // what Node's own fs.readFile accepts
@@ -36,7 +39,7 @@ const PIP_INSTALL = "pip install ";
 // The fields added after 0.1.1 follow the same rules.
 const CALL_FIELDS = ["image", "memoryMb", "cpus", "pids", "timeoutS", "network", "env",
   "maxOutputBytes", "onStdout", "onStderr", "enforceLimits", "depsReadonly",
-  "capDrop", "securityProfile", "apparmor", "requireLimits"];
+  "capDrop", "securityProfile", "apparmor", "requireLimits", "prewarm"];
 const OPEN_FIELDS = ["workspace", "setup", "trackFiles"];
 
 /** A new temporary workspace under TMPDIR, by its real path. */
@@ -67,11 +70,13 @@ class Sandbox {
   #closingP = null; // the close() in progress
   #closes = 0; // close() calls so far: an open() that sees this change was closed meanwhile
   #capWarnings; // false only for doctor()'s probe (lib/warnings.js)
+  #engine; // "init" (the in-box init, lib/init.js) or "direct" (0.1.1's argv, for tests)
 
   constructor(opts = {}) {
     const o = normalizeOptions(opts);
     this.#o = o;
     this.#capWarnings = !(opts && opts[NO_CAP_WARNING] === true);
+    this.#engine = opts && opts[ENGINE] === "direct" ? "direct" : "init";
     // The public fields the reference exposes, with its defaults.
     this.image = o.image;
     this.setup = o.setup;
@@ -96,6 +101,7 @@ class Sandbox {
     this.apparmor = o.apparmor;
     this.requireLimits = o.requireLimits;
     this.trackFiles = o.trackFiles;
+    this.prewarm = o.prewarm;
     this.#kern = findKern();
   }
 
@@ -162,6 +168,7 @@ class Sandbox {
         throw new SandboxError(`the kern binary ${JSON.stringify(this.#kern)} lies inside the ` +
           "workspace, where a box could replace it");
       held.kernFd = openKern(this.#kern);
+      held.initDir = this.#engine === "init" ? await init.makeInitDir(os.tmpdir()) : null;
       try {
         held.rootfd = binding.wsOpen(ws, own);
         const watch = o.trackFiles ? binding.wsWatch(held.rootfd) : null;
@@ -172,9 +179,12 @@ class Sandbox {
     } catch (e) {
       if (held.rootfd >= 0) binding.wsClose(held.rootfd);
       if (held.kernFd >= 0) binding.wsClose(held.kernFd);
+      if (held.initDir) await init.removeInitDir(held.initDir);
       if (own) await fs.promises.rmdir(ws).catch(() => {});
       throw e;
     }
+    if (st.initDir !== null)
+      st.pool = new Pool((kind) => this.#startPrewarmed(st, kind));
     st.kernEnvFor(o.enforceLimits);
     this.#s = st;
     const closedMeanwhile = () => this.#closes !== closes;
@@ -185,6 +195,7 @@ class Sandbox {
       if (o.setup) await this.#runSetup(st, o.setup, signal);
       if (closedMeanwhile()) throw closed;
       if (signal !== null && signal.aborted) throw abortError(signal);
+      this.#refillPool(st, "python"); // the kind before any call
     } catch (e) {
       // Leave nothing behind: open() failed, so no close() will follow.
       if (this.#s === st) this.#s = null;
@@ -264,7 +275,61 @@ class Sandbox {
     return o;
   }
 
-  async #spawn(st, command, { isSetup = false, call = { signal: null } } = {}) {
+  /** The pool's key for boxes started with these options (see Pool). */
+  #poolKey(o, flagsKey, envFile) {
+    return `${flagsKey}\0${o.enforceLimits}\0${envFile.toString("latin1")}`;
+  }
+
+  /** Starts one prewarmed box of kind with the options the public fields
+   * say now: parked in the engine until a call claims it. */
+  #startPrewarmed(st, kind) {
+    if (!st.live || st.pool === null) return null;
+    let o;
+    try {
+      o = this.#callOptions({});
+    } catch {
+      return null; // a field set to a bad value: the next call says so
+    }
+    // kern's backstop covers the idle limit and then a call of timeoutS.
+    const parked = { ...o, timeoutS: o.timeoutS + IDLE_MS / 1000 };
+    const name = boxName();
+    const envFile = envFileContent(o.env);
+    const { argv, timeoutS, flagsKey } = boxArgv(parked, {
+      kern: this.#kern, name, workspace: st.ws, isSetup: false,
+      depsDirExists: depsDirExistsSync(st, o), envFd: binding.ENV_FD,
+      command: init.waitingCommand(kind, o.apparmor), initDir: st.initDir,
+    });
+    const parkKey = newCancelKey();
+    binding.run(this.#kern, argv, st.kernEnvFor(o.enforceLimits), envFile, st.tmpdir,
+      [this.#kern, "stop", name], timeoutS * 1000, o.maxOutputBytes, null, null, null, st.group,
+      st.kernFd, 0, { earlyCap: -1, spec: null, parkKey, claimKey: 0 });
+    return { parkKey, kind, key: this.#poolKey(o, flagsKey, envFile),
+      backstopAt: Date.now() + (Math.ceil(timeoutS) + 5) * 1000 };
+  }
+
+  /** After a call: the pool back to `prewarm` boxes of the kind used last. */
+  #refillPool(st, kind) {
+    if (st.pool === null || !st.live) return;
+    let o;
+    try {
+      o = this.#callOptions({});
+    } catch {
+      return;
+    }
+    if (o.prewarm === 0) {
+      st.pool.refill(0, kind, null);
+      return;
+    }
+    const envFile = envFileContent(o.env);
+    const { flagsKey } = boxArgv({ ...o, timeoutS: o.timeoutS + IDLE_MS / 1000 }, {
+      kern: this.#kern, name: "x", workspace: st.ws, isSetup: false,
+      depsDirExists: depsDirExistsSync(st, o), envFd: binding.ENV_FD,
+      command: [], initDir: st.initDir,
+    });
+    st.pool.refill(o.prewarm, kind, this.#poolKey(o, flagsKey, envFile));
+  }
+
+  async #spawn(st, command, { isSetup = false, call = { signal: null }, kind = null, code = null } = {}) {
     for (const part of command) {
       if (typeof part !== "string" || part.includes("\0"))
         throw new SandboxError("the command and code must be strings with no NUL byte");
@@ -274,10 +339,28 @@ class Sandbox {
     if (signal !== null && signal.aborted) throw abortError(signal);
     return st.withRoot(async () => {
       const name = boxName();
-      const { argv, timeoutS } = boxArgv(o, {
+      const withInit = st.initDir !== null;
+      const envFile = envFileContent(o.env);
+      const { argv, timeoutS, flagsKey } = boxArgv(o, {
         kern: this.#kern, name, workspace: st.ws, isSetup,
-        depsDirExists: await this.#depsDirExists(st, o), envFd: binding.ENV_FD, command,
+        depsDirExists: await this.#depsDirExists(st, o), envFd: binding.ENV_FD,
+        command: withInit ? init.coldCommand(command, o.apparmor) : command, initDir: st.initDir,
       });
+      // The in-box init's terms: settle at its report when kern's cap byte
+      // is known, and run in a prewarmed box started with these very options.
+      let terms = null;
+      if (withInit) {
+        const capKey = `${this.#kern}\0${o.enforceLimits}`;
+        terms = { earlyCap: o.memoryMb === null ? 0 : (capBytes.get(capKey) ?? -1),
+          spec: null, parkKey: 0, claimKey: 0, capKey };
+        const ready = kind === null || isSetup ? null : st.pool.take(kind,
+          this.#poolKey(o, flagsKey, envFile),
+          (Math.ceil(timeoutS) + 5) * 1000);
+        if (ready !== null) {
+          terms.claimKey = ready.parkKey;
+          terms.spec = init.specFrame(kind, { command, code });
+        }
+      }
       // The session may have been closed during the awaits above; its group
       // is then forgotten once its calls settle, so refuse here.
       if (!st.live)
@@ -295,8 +378,8 @@ class Sandbox {
         // One native call: the engine scans the workspace before and after
         // the box on its own thread, spawns, supervises and kills.
         raw = await binding.run(this.#kern, argv, st.kernEnvFor(o.enforceLimits),
-          envFileContent(o.env), st.tmpdir, [this.#kern, "stop", name], timeoutS * 1000,
-          o.maxOutputBytes, o.onStdout, o.onStderr, st.watch, st.group, st.kernFd, cancelKey);
+          envFile, st.tmpdir, [this.#kern, "stop", name], timeoutS * 1000,
+          o.maxOutputBytes, o.onStdout, o.onStderr, st.watch, st.group, st.kernFd, cancelKey, terms);
       } catch (e) {
         if (signal !== null && signal.aborted) throw abortError(signal);
         if (e.code === "ECANCELED")
@@ -306,7 +389,11 @@ class Sandbox {
         dispose();
         // Settled: no box of this key is pending or live any more.
         if (cancelled) binding.forgetGroup(cancelKey);
+        // Off the call's path: the caller has its result first.
+        if (kind !== null && !isSetup) setImmediate(() => this.#refillPool(st, kind));
       }
+      if (terms !== null && o.memoryMb !== null && raw.startedCount >= 2 && !raw.settledEarly)
+        capBytes.set(terms.capKey, raw.started[1]); // a fact of this host and kern
       const { stdout, stderr } = raw; // decoded by the engine, without a copy for ASCII
       // Aborted before the call settled: it rejects, with what the box printed.
       if (signal !== null && signal.aborted) throw abortError(signal, { stdout, stderr });
@@ -341,8 +428,10 @@ class Sandbox {
     if (runner === null)
       throw new SandboxError(
         `unsupported language ${describe(language)}: use "python", "bash" or "node"`);
-    if (Buffer.byteLength(code, "utf8") <= INLINE_CODE_MAX)
-      return this.#spawn(st, [runner.argv0, runner.evalFlag, code], { call });
+    if (Buffer.byteLength(code, "utf8") <= INLINE_CODE_MAX) {
+      return this.#spawn(st, [runner.argv0, runner.evalFlag, code],
+        { call, kind: language === "python" ? "python" : "exec", code });
+    }
     // Too long for argv: run it from a private file, removed afterwards.
     if (code.includes("\0")) throw new SandboxError("code must not contain a NUL byte");
     if (call.signal !== null && call.signal.aborted) throw abortError(call.signal);
@@ -364,7 +453,7 @@ class Sandbox {
       throw new SandboxError('run() takes an argv array, not a string: use run(["sh", "-c", "..."])');
     if (!Array.isArray(command) || command.length === 0)
       throw new SandboxError("run() needs a non-empty array of strings");
-    return this.#spawn(st, command, { call });
+    return this.#spawn(st, command, { call, kind: "exec" });
   }
 
   /** Writes data to a workspace-relative path, atomically, never through a symlink. */
@@ -435,6 +524,19 @@ class Sandbox {
   }
 }
 
+// kern's cap byte by kern and enforceLimits: whether a memory cap binds is a
+// fact of the host, the same for every box; known once one box has ended.
+const capBytes = new Map();
+
+function depsDirExistsSync(st, o) {
+  if (!o.depsReadonly) return false;
+  try {
+    return fs.lstatSync(path.join(st.ws, DEPS_DIR)).isDirectory();
+  } catch {
+    return false;
+  }
+}
+
 /** readFile()'s maxBytes: a whole number of bytes, at most what Node reads. */
 function readMaxOption(opts) {
   if (opts === undefined || opts === null) return READ_MAX;
@@ -479,7 +581,8 @@ async function withSandbox(opts, fn) {
 async function runCode(code, opts = {}) {
   const { language = "python", signal, ...rest } = opts ?? {};
   const sig = signalOption({ signal }, "runCode()");
-  const sbx = new Sandbox(rest);
+  // One call: a box started ahead would only be started for nothing.
+  const sbx = new Sandbox({ prewarm: 0, ...rest });
   await sbx.open({ signal: sig });
   try {
     return await sbx.runCode(code, { language, signal: sig });

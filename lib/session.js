@@ -23,6 +23,9 @@ const watchCloses = new Set();
  * count descriptors: close() no longer waits for it). */
 async function watchClosesSettled() {
   while (watchCloses.size > 0) await Promise.allSettled([...watchCloses]);
+  // And kerns still tearing down boxes whose calls settled at the init's
+  // report (they hold descriptors and are children until they exit).
+  while (binding.tailBoxes() > 0) await new Promise((r) => setTimeout(r, 2));
 }
 
 /** A fresh cancellation key for one call's box. */
@@ -33,13 +36,15 @@ function newCancelKey() {
 class Session {
   /** ws: the workspace's real path; ownWs: created by open(), removed at
    * close(); rootfd, kernFd: held descriptors; watch: the engine's watch. */
-  constructor({ ws, ownWs, rootfd, kernFd, watch, tmpdir }) {
+  constructor({ ws, ownWs, rootfd, kernFd, watch, tmpdir, initDir = null }) {
     this.ws = ws;
     this.ownWs = ownWs;
     this.rootfd = rootfd;
     this.kernFd = kernFd;
     this.watch = watch;
     this.tmpdir = tmpdir; // for the env-file fallback, fixed when the session opens
+    this.initDir = initDir; // the in-box init's private directory (lib/init.js), or null
+    this.pool = null; // its prewarmed boxes (lib/pool.js), with an init
     this.group = nextGroup++;
     this.live = true; // calls may still start (the setup box included)
     this.ready = false; // setup is done: open() has resolved
@@ -91,7 +96,8 @@ class Session {
     this.ready = false;
     // Boxes first (A24): nothing may still be writing in the workspace, or
     // swapping its directories for symlinks, while it is deleted.
-    binding.cancelGroup(this.group);
+    binding.cancelGroup(this.group); // prewarmed boxes too
+    if (this.pool !== null) this.pool.close();
     await Promise.allSettled([...this.inflight]);
     // Every call has settled, and no later one can submit a box (the engine
     // is only asked while `live`): the engine may stop checking this group.
@@ -113,6 +119,10 @@ class Session {
       await fs.promises.rmdir(this.ws).catch(() => {});
     }
     this.closeKern(); // every box holds its own copy of it
+    // Every box of the session is dead (kern may still be tearing one down,
+    // which needs none of it): the init's directory goes too.
+    if (this.initDir !== null) await require("./init").removeInitDir(this.initDir);
+    this.initDir = null;
     this.closing = true;
     this.#releaseRootIfIdle();
   }

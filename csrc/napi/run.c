@@ -155,7 +155,13 @@ static void ks__decode_output(struct ks__run *run, struct ks_box *box) {
 static void ks__on_done(void *ctx, struct ks_box *box) {
   struct ks_addon *addon = ctx;
   struct ks__run *run = ks_box_user(box);
-  struct ks__msg *msg = run->done;
+  struct ks__msg *msg;
+
+  if (run == NULL) { /* a prewarm box that ended unclaimed: nobody waits for it */
+    ks_box_free(box);
+    return;
+  }
+  msg = run->done;
 
   ks__decode_output(run, box);
   run->done = NULL; /* the message owns itself from here */
@@ -278,7 +284,13 @@ static napi_value ks__result_object(napi_env env, struct ks__run *run, struct ks
       !ks_napi_set(env, obj, "systemCpuMs",
                    ks__number(env, res->usage.ru_stime.tv_sec * 1e3 +
                                        res->usage.ru_stime.tv_usec / 1e3)) ||
-      !ks_napi_set(env, obj, "maxRssKb", ks__number(env, (double) res->usage.ru_maxrss)))
+      !ks_napi_set(env, obj, "maxRssKb", ks__number(env, (double) res->usage.ru_maxrss)) ||
+      !ks_napi_set(env, obj, "reportEnd", res->reported ? ks__number(env, res->report_end)
+                                                        : ks__null(env)) ||
+      !ks_napi_set(env, obj, "reportValue", res->reported ? ks__number(env, res->report_value)
+                                                          : ks__null(env)) ||
+      !ks_napi_set(env, obj, "settledEarly", ks__bool(env, res->settled_early)) ||
+      !ks_napi_set(env, obj, "prewarmed", ks__bool(env, res->prewarmed)))
     return NULL;
   if (ks_box_request_scans(box) && res->scan_errnum == 0) {
     napi_value files = ks_napi_changes_value(env, res->changes, res->nchanges);
@@ -401,11 +413,22 @@ static int ks__ensure_supervisor(napi_env env, struct ks_addon *addon, struct ks
 }
 
 /* ---- run(path, argv, envp, envData, tmpdir, stopArgv, timeoutMs, cap,
- *          onStdout, onStderr, watch, group, kernFd, cancelKey)
- *      -> Promise<RawRunResult>
+ *          onStdout, onStderr, watch, group, kernFd, cancelKey, init)
+ *      -> Promise<RawRunResult>, or undefined for a prewarm box
  * kernFd: the session's kern, held open (kernOpen); null execs path.
  * cancelKey: cancelGroup(cancelKey) kills this box alone (an AbortSignal);
- * 0 for none. --------------------------------------------------------------- */
+ * 0 for none.
+ * init: null (argv runs the workload itself, as 0.1.1), or the in-box init's
+ * terms: { earlyCap: -1..255, spec: Buffer | null, parkKey, claimKey }
+ * (ks_box_request). With parkKey the box is started and parked: no promise,
+ * nothing keeps the process alive, cancelGroup(parkKey) recycles it. ------- */
+
+static napi_value ks__prop(napi_env env, napi_value obj, const char *name) {
+  napi_value v = NULL;
+  if (napi_get_named_property(env, obj, name, &v) != napi_ok)
+    (void) napi_get_undefined(env, &v);
+  return v;
+}
 
 static bool ks__is_function(napi_env env, napi_value v) {
   napi_valuetype t;
@@ -426,6 +449,61 @@ static bool ks__get_key(napi_env env, napi_value v, const char *what, uint64_t *
     return false;
   }
   *out = (uint64_t) key;
+  return true;
+}
+
+static bool ks__get_named_double(napi_env env, napi_value obj, const char *name, double *out) {
+  napi_value v;
+  if (napi_get_named_property(env, obj, name, &v) != napi_ok ||
+      napi_get_value_double(env, v, out) != napi_ok) {
+    napi_throw_type_error(env, "ERR_INVALID_ARG_TYPE", "kern-sandbox: run(): bad init terms");
+    return false;
+  }
+  return true;
+}
+
+static bool ks__get_init_terms(napi_env env, napi_value terms, struct ks_box_request *req) {
+  napi_valuetype t;
+  double early;
+  napi_value spec;
+  bool is_buffer = false;
+
+  if (napi_typeof(env, terms, &t) != napi_ok) {
+    ks_napi_throw_last(env);
+    return false;
+  }
+  if (t == napi_null || t == napi_undefined)
+    return true;
+  if (!ks__get_named_double(env, terms, "earlyCap", &early) ||
+      !ks__get_key(env, ks__prop(env, terms, "parkKey"), "parkKey", &req->park_key) ||
+      !ks__get_key(env, ks__prop(env, terms, "claimKey"), "claimKey", &req->claim_key))
+    return false;
+  if (!(early >= -1 && early <= 255) || early != (double) (int) early) {
+    napi_throw_range_error(env, "ERR_OUT_OF_RANGE", "kern-sandbox: earlyCap out of range");
+    return false;
+  }
+  req->channel = true;
+  req->early_cap = (int) early;
+  if (napi_get_named_property(env, terms, "spec", &spec) != napi_ok ||
+      napi_is_buffer(env, spec, &is_buffer) != napi_ok) {
+    ks_napi_throw_last(env);
+    return false;
+  }
+  if (is_buffer) {
+    void *data;
+    size_t len;
+    if (napi_get_buffer_info(env, spec, &data, &len) != napi_ok) {
+      ks_napi_throw_last(env);
+      return false;
+    }
+    req->spec = malloc(len ? len : 1);
+    if (req->spec == NULL) {
+      napi_throw_error(env, "ENOMEM", "kern-sandbox: out of memory");
+      return false;
+    }
+    memcpy(req->spec, data, len);
+    req->spec_len = len;
+  }
   return true;
 }
 
@@ -512,6 +590,9 @@ static bool ks__get_request(napi_env env, napi_value *argv, struct ks_box_reques
   if (!ks__get_key(env, argv[11], "group", &req->group) ||
       !ks__get_key(env, argv[13], "cancelKey", &req->call))
     return false;
+  req->early_cap = -1;
+  if (!ks__get_init_terms(env, argv[14], req))
+    return false;
   {
     napi_valuetype t;
     int32_t fd;
@@ -540,9 +621,33 @@ static bool ks__get_request(napi_env env, napi_value *argv, struct ks_box_reques
   return true;
 }
 
+/* A prewarm box: submitted with no run, so no promise and no reference on
+ * the TSFN (an idle prewarmed box never keeps the process alive). */
+static napi_value ks__prewarm(napi_env env, struct ks_addon *addon, struct ks_box_request *req) {
+  struct ks_box *box;
+  struct ks_err err;
+
+  req->stream[KS_STDOUT] = req->stream[KS_STDERR] = false;
+  ks_err_clear(&err);
+  if (ks__ensure_supervisor(env, addon, &err) < 0) {
+    ks_box_request_free(req);
+    ks_napi_throw_system(env, &err);
+    return NULL;
+  }
+  box = ks_box_new(req, NULL);
+  if (box == NULL) {
+    ks_box_request_free(req);
+    napi_throw_error(env, "ENOMEM", "kern-sandbox: out of memory");
+    return NULL;
+  }
+  if (ks_sup_submit(addon->sup, box) < 0)
+    ks_box_free(box);
+  return NULL;
+}
+
 static napi_value ks__run(napi_env env, napi_callback_info info) {
-  size_t argc = 14;
-  napi_value argv[14];
+  size_t argc = 15;
+  napi_value argv[15];
   struct ks_addon *addon;
   struct ks_box_request req;
   struct ks__run *run = NULL;
@@ -552,12 +657,14 @@ static napi_value ks__run(napi_env env, napi_callback_info info) {
 
   KS_NAPI_CALL(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
   KS_NAPI_CALL(env, napi_get_instance_data(env, (void **) &addon));
-  if (argc != 14) {
-    napi_throw_type_error(env, "ERR_INVALID_ARG_TYPE", "run() takes 14 arguments");
+  if (argc != 15) {
+    napi_throw_type_error(env, "ERR_INVALID_ARG_TYPE", "run() takes 15 arguments");
     return NULL;
   }
   if (!ks__get_request(env, argv, &req))
     goto fail;
+  if (req.park_key != 0)
+    return ks__prewarm(env, addon, &req);
 
   run = calloc(1, sizeof *run);
   if (run == NULL) {
@@ -623,6 +730,12 @@ static napi_value ks__live_boxes(napi_env env, napi_callback_info info) {
   return ks__sup_count(env, ks_sup_live_boxes);
 }
 
+/* tailBoxes(): kerns still tearing down boxes whose calls settled. */
+static napi_value ks__tail_boxes(napi_env env, napi_callback_info info) {
+  (void) info;
+  return ks__sup_count(env, ks_sup_tails);
+}
+
 /* shutdown(): what the environment's teardown does, now: kills and reaps
  * every box, removes the workspaces sessions created and closes their
  * descriptors. For process.exit() and an uncaught exception, after which
@@ -681,6 +794,18 @@ static napi_value ks__forget_group(napi_env env, napi_callback_info info) {
   return NULL;
 }
 
+/* dropParked(parkKey): recycles a prewarm box if it is still parked. */
+static napi_value ks__drop_parked(napi_env env, napi_callback_info info) {
+  struct ks_addon *addon;
+  uint64_t key;
+
+  if (!ks__group_arg(env, info, &addon, &key))
+    return NULL;
+  if (addon->sup != NULL && ks_sup_drop_parked(addon->sup, key) < 0)
+    napi_throw_error(env, "ENOMEM", "kern-sandbox: out of memory");
+  return NULL;
+}
+
 /* cancelledGroups(): for the tests, that closed sessions are forgotten. */
 static napi_value ks__cancelled_groups(napi_env env, napi_callback_info info) {
   (void) info;
@@ -695,6 +820,7 @@ bool ks_napi_init_run(napi_env env, napi_value exports) {
       {"cancelGroup", ks__cancel_group}, {"forgetGroup", ks__forget_group},
       {"cancelledGroups", ks__cancelled_groups}, {"run", ks__run},
       {"shutdown", ks__shutdown}, {"liveBoxes", ks__live_boxes},
+      {"tailBoxes", ks__tail_boxes}, {"dropParked", ks__drop_parked},
   };
   napi_value fn;
   napi_value v;

@@ -17,6 +17,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -47,6 +48,10 @@
 /* Bytes past the cap go to /dev/null this many at a time. */
 #define KS__SPLICE_CHUNK (1u << 20)
 #define KS__SCRATCH_SIZE (64u << 10)
+/* A box whose call settled at the init's report is left to kern's teardown
+ * (~5-10 ms) this long, then killed and `kern stop`ped like a timed-out one:
+ * close() promises no kern of the session 500 ms after it. */
+#define KS__TAIL_GRACE_NS (400 * KS__MS)
 #define KS__MAX_EVENTS 64
 
 enum ks__watch_kind {
@@ -56,6 +61,9 @@ enum ks__watch_kind {
   KS__W_PIDFD,
   KS__W_WAKE,
   KS__W_AUX,
+  KS__W_CTL,
+  KS__W_TAIL_FD,
+  KS__W_TAIL_PIDFD,
 };
 
 struct ks__watch {
@@ -87,6 +95,31 @@ struct ks_box {
   uint64_t kill_deadline_ns;
   bool exited;
   bool killed;
+  bool parked;                /* a prewarm box waiting for its call */
+  int ctl;                    /* our end of the init's control channel, or -1 */
+  struct ks__watch ctl_watch;
+  struct ks_chan_reader chan;
+  size_t spec_sent;           /* bytes of req.spec written to ctl */
+  bool ctl_out;               /* ctl is watched for EPOLLOUT too */
+};
+
+/* A kern still tearing down a box whose call settled at the init's report:
+ * its descriptors are drained and dropped (kern must never write into a
+ * closed pipe), its exit reaped, and past the grace it is killed and
+ * `kern stop`ped. */
+#define KS__TAIL_FDS (KS__BOX_PIPES + 1) /* the pipes and the channel */
+struct ks__tail {
+  struct ks_proc proc;
+  int fd[KS__TAIL_FDS];
+  struct ks__watch watch[KS__TAIL_FDS];
+  struct ks__watch pid_watch;
+  uint64_t deadline_ns;
+  char *path;
+  int exec_fd;
+  char **stop_argv;
+  char **envp;
+  struct ks__tail *next;
+  struct ks__tail *prev;
 };
 
 /* A helper process we still owe a reap: `kern stop`, or a kern we gave up
@@ -122,9 +155,14 @@ struct ks_sup {
   uint64_t *cancelled;         /* cancelled groups, guarded by lock */
   size_t ncancelled;           /* guarded by lock */
   size_t cancelled_cap;        /* guarded by lock */
+  uint64_t *drops;             /* park keys to recycle, guarded by lock */
+  size_t ndrops;               /* guarded by lock */
+  size_t drops_cap;            /* guarded by lock */
   _Atomic size_t live_count;
   struct ks_box *live;
   struct ks__aux *aux;
+  struct ks__tail *tails;
+  _Atomic size_t tail_count;
   struct ks_sup_hooks hooks;
   void *ctx;
   struct ks__watch wake_watch;
@@ -156,6 +194,7 @@ void ks_box_request_free(struct ks_box_request *req) {
   ks__free_strv(req->stop_argv);
   free(req->env_data);
   free(req->tmpdir);
+  free(req->spec);
   memset(req, 0, sizeof *req);
 }
 
@@ -169,6 +208,8 @@ struct ks_box *ks_box_new(struct ks_box_request *req, void *user) {
   box->proc = (struct ks_proc) KS_PROC_INIT;
   for (int i = 0; i < KS__BOX_PIPES; i++)
     box->fd[i] = -1;
+  box->ctl = -1;
+  ks_chan_init(&box->chan);
   ks_outbuf_init(&box->res.out[KS_STDOUT], box->req.cap);
   ks_outbuf_init(&box->res.out[KS_STDERR], box->req.cap);
   return box;
@@ -188,6 +229,8 @@ void ks_box_free(struct ks_box *box) {
   /* Only at engine shutdown can a box still hold an open call here. */
   if (box->wcall_open)
     ks_ws_watch_abandon(box->req.watch, &box->wcall);
+  if (box->ctl >= 0)
+    ks_close_keep_errno(box->ctl);
   ks_box_request_free(&box->req);
   free(box->res.changes);
   ks_outbuf_free(&box->res.out[KS_STDOUT]);
@@ -445,6 +488,8 @@ static void ks__report_spawn_failure(struct ks_sup *sup, struct ks_box *box,
                                      const struct ks_err *err) {
   box->res.spawn_errnum = err->errnum;
   box->res.spawn_syscall = err->syscall;
+  if (box->req.park_key != 0)
+    ks_sup_forget_group(sup, box->req.park_key);
   /* Through the scan thread: the call it began must end there. */
   ks__after_box(sup, box);
 }
@@ -463,8 +508,12 @@ static int ks__pipe_nonblocking_read(int fds[2], struct ks_err *err) {
   return 0;
 }
 
+static bool ks__adopt_parked(struct ks_sup *sup, struct ks_box *box);
+static void ks__send_spec(struct ks_sup *sup, struct ks_box *box);
+
 static void ks__spawn_box(struct ks_sup *sup, struct ks_box *box) {
   int pipes[KS__BOX_PIPES][2];
+  int chan[2] = {-1, -1};
   _cleanup_close_ int envfd = -1;
   struct ks_spawn_plan plan;
   struct ks_err err;
@@ -477,10 +526,21 @@ static void ks__spawn_box(struct ks_sup *sup, struct ks_box *box) {
     ks__report_spawn_failure(sup, box, &err);
     return;
   }
+  /* A call for a prewarmed box runs there if the box is still parked;
+   * otherwise (recycled, died, not started yet) it starts cold, now. */
+  if (box->req.claim_key != 0 && ks__adopt_parked(sup, box))
+    return;
   for (i = 0; i < KS__BOX_PIPES; i++)
     pipes[i][0] = pipes[i][1] = -1;
   for (i = 0; i < KS__BOX_PIPES && r == 0; i++)
     r = ks__pipe_nonblocking_read(pipes[i], &err);
+  if (r == 0 && box->req.channel) {
+    /* The init's channel, on kern's stdin (which kern hands to the box). */
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, chan) < 0)
+      r = ks_err_set(&err, errno, "socketpair", NULL);
+    else if (fcntl(chan[0], F_SETFL, O_NONBLOCK) < 0)
+      r = ks_err_set(&err, errno, "fcntl", NULL);
+  }
   if (r == 0 && box->req.env_data != NULL)
     r = ks_envfd_create(box->req.env_data, box->req.env_len, box->req.tmpdir, &envfd, &err);
 
@@ -491,7 +551,7 @@ static void ks__spawn_box(struct ks_sup *sup, struct ks_box *box) {
     plan.argv = box->req.argv;
     plan.envp = box->req.envp;
     plan.cwd = "/";
-    plan.fds[0] = sup->devnull;
+    plan.fds[0] = chan[1] >= 0 ? chan[1] : sup->devnull;
     plan.fds[1] = pipes[KS_STDOUT][1];
     plan.fds[2] = pipes[KS_STDERR][1];
     plan.fds[KS_BOX_STARTED_FD] = pipes[2][1];
@@ -507,6 +567,7 @@ static void ks__spawn_box(struct ks_sup *sup, struct ks_box *box) {
   /* Our copies of the write ends must go, or we would never see EOF. */
   for (i = 0; i < KS__BOX_PIPES; i++)
     ks_close_keep_errno(pipes[i][1]);
+  ks_close_keep_errno(chan[1]);
 
   if (r == 0) {
     for (i = 0; i < KS__BOX_PIPES; i++) {
@@ -521,6 +582,13 @@ static void ks__spawn_box(struct ks_sup *sup, struct ks_box *box) {
       r = ks__watch_add(sup, box->fd[i], &box->watch[i]);
     if (r == 0)
       r = ks__watch_add(sup, box->proc.pidfd, &box->watch[KS__BOX_PIPES]);
+    if (r == 0 && chan[0] >= 0) {
+      box->ctl = chan[0];
+      chan[0] = -1;
+      box->ctl_watch.kind = KS__W_CTL;
+      box->ctl_watch.owner = box;
+      r = ks__watch_add(sup, box->ctl, &box->ctl_watch);
+    }
     if (r < 0) {
       ks_err_set(&err, -r, "epoll_ctl", NULL);
       if (box->proc.pidfd >= 0)
@@ -528,17 +596,26 @@ static void ks__spawn_box(struct ks_sup *sup, struct ks_box *box) {
       ks_proc_kill_and_release(&box->proc, 0);
       for (i = 0; i < KS__BOX_PIPES; i++)
         ks__watch_close(sup, &box->fd[i]);
+      ks__watch_close(sup, &box->ctl);
     }
   }
 
   for (i = 0; i < KS__BOX_PIPES; i++)
     ks_close_keep_errno(pipes[i][0]);
+  ks_close_keep_errno(chan[0]);
   if (r < 0) {
     ks__report_spawn_failure(sup, box, &err);
     return;
   }
-  box->deadline_ns = box->start_ns + box->req.timeout_ns;
+  if (box->req.park_key != 0) {
+    box->parked = true; /* no call: no deadline until one claims it */
+    box->deadline_ns = UINT64_MAX;
+  } else {
+    box->deadline_ns = box->start_ns + box->req.timeout_ns;
+  }
   ks__live_link(sup, box);
+  if (!box->parked && box->req.spec != NULL)
+    ks__send_spec(sup, box);
 }
 
 /* Reads what one output pipe holds, up to a budget. Under the cap the bytes
@@ -625,6 +702,284 @@ static void ks__drain_started(struct ks_sup *sup, struct ks_box *box) {
   }
 }
 
+
+/* ---- the init's channel, prewarmed boxes, tails ------------------------- */
+
+static int ks__watch_mod(struct ks_sup *sup, int fd, struct ks__watch *w, uint32_t events) {
+  struct epoll_event ev = {.events = events, .data.ptr = w};
+  return epoll_ctl(sup->epfd, EPOLL_CTL_MOD, fd, &ev) < 0 ? -errno : 0;
+}
+
+/* Writes what is left of the spec frame; EPOLLOUT carries on from there. */
+static void ks__send_spec(struct ks_sup *sup, struct ks_box *box) {
+  while (box->ctl >= 0 && box->req.spec != NULL && box->spec_sent < box->req.spec_len) {
+    ssize_t n = send(box->ctl, box->req.spec + box->spec_sent, box->req.spec_len - box->spec_sent,
+                     MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n > 0) {
+      box->spec_sent += (size_t) n;
+      continue;
+    }
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n < 0 && errno == EAGAIN) {
+      if (!box->ctl_out)
+        (void) ks__watch_mod(sup, box->ctl, &box->ctl_watch, EPOLLIN | EPOLLOUT);
+      box->ctl_out = true;
+      return;
+    }
+    break; /* the init is gone: kern's exit tells the rest */
+  }
+  if (box->ctl_out && box->ctl >= 0)
+    (void) ks__watch_mod(sup, box->ctl, &box->ctl_watch, EPOLLIN);
+  box->ctl_out = false;
+  free(box->req.spec);
+  box->req.spec = NULL;
+}
+
+/* The workload's own rusage (RUSAGE_CHILDREN in the box), not kern's. */
+static void ks__usage_from_report(struct ks_box *box) {
+  const struct ks_init_report *rep = &box->chan.rep;
+  memset(&box->res.usage, 0, sizeof box->res.usage);
+  box->res.usage.ru_utime.tv_sec = (time_t) (rep->utime_us / 1000000u);
+  box->res.usage.ru_utime.tv_usec = (suseconds_t) (rep->utime_us % 1000000u);
+  box->res.usage.ru_stime.tv_sec = (time_t) (rep->stime_us / 1000000u);
+  box->res.usage.ru_stime.tv_usec = (suseconds_t) (rep->stime_us % 1000000u);
+  box->res.usage.ru_maxrss = (long) rep->maxrss_kb;
+}
+
+static void ks__tail_adopt(struct ks_sup *sup, struct ks_box *box, uint64_t now);
+
+/* The init reported: every process of the box is dead, so every byte they
+ * wrote is in our pipes. Settle now, and leave kern's teardown to a tail.
+ * Not for a SIGKILLed workload, whose OOM attribution needs kern's cap byte
+ * at its exit, nor when the caller has no cap byte to report. */
+static void ks__settle_early(struct ks_sup *sup, struct ks_box *box, uint64_t now) {
+  int code = ks_chan_exit_code(&box->chan.rep);
+
+  ks__drain_output(sup, box, KS_STDOUT, KS__READ_BUDGET);
+  ks__drain_output(sup, box, KS_STDERR, KS__READ_BUDGET);
+  box->res.status_known = true;
+  box->res.wait_status = (code & 0xff) << 8; /* as kern's exit status */
+  box->res.started[0] = 0x01;
+  box->res.started[1] = (unsigned char) box->req.early_cap;
+  box->res.nstarted = 2;
+  ks__usage_from_report(box);
+  box->res.duration_ns = now - box->start_ns;
+  box->res.settled_early = true;
+  ks__tail_adopt(sup, box, now);
+  ks__live_unlink(sup, box);
+  ks__after_box(sup, box);
+}
+
+static void ks__on_ctl(struct ks_sup *sup, struct ks_box *box, uint32_t events, uint64_t now) {
+  unsigned char buf[256];
+  const struct ks_init_report *rep = &box->chan.rep;
+
+  if ((events & EPOLLOUT) && box->req.spec != NULL)
+    ks__send_spec(sup, box);
+  while (box->ctl >= 0) {
+    ssize_t n = read(box->ctl, buf, sizeof buf);
+    if (n > 0) {
+      (void) ks_chan_feed(&box->chan, buf, (size_t) n);
+      continue;
+    }
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n < 0 && errno == EAGAIN)
+      break;
+    ks__watch_close(sup, &box->ctl); /* EOF: the init has exited */
+  }
+  if (box->chan.state != KS_CHAN_DONE || box->res.reported)
+    return;
+  box->res.reported = true;
+  box->res.report_end = (int) rep->end;
+  box->res.report_value = rep->value;
+  if (!box->parked && !box->killed && !box->exited && box->req.early_cap >= 0 &&
+      !(rep->end == KS_INIT_SIGNALED && rep->value == SIGKILL))
+    ks__settle_early(sup, box, now);
+}
+
+static struct ks_box *ks__find_parked(struct ks_sup *sup, uint64_t key) {
+  for (struct ks_box *b = sup->live; b != NULL; b = b->next) {
+    if (b->parked && b->req.park_key == key)
+      return b;
+  }
+  return NULL;
+}
+
+/* Moves a parked box's kern into the claiming call's box, which runs from
+ * now: its deadline, duration and output count from the call. */
+static bool ks__adopt_parked(struct ks_sup *sup, struct ks_box *box) {
+  struct ks_box *p = ks__find_parked(sup, box->req.claim_key);
+  uint64_t now;
+  char **stop;
+
+  if (p == NULL || p->exited || p->killed || p->ctl < 0 || ks__box_cancelled(sup, p))
+    return false;
+  now = ks__now_ns();
+  box->proc = p->proc;
+  p->proc = (struct ks_proc) KS_PROC_INIT;
+  for (int i = 0; i < KS__BOX_PIPES; i++) {
+    box->fd[i] = p->fd[i];
+    p->fd[i] = -1;
+    box->watch[i].kind = (enum ks__watch_kind) i;
+    box->watch[i].owner = box;
+    if (box->fd[i] >= 0)
+      (void) ks__watch_mod(sup, box->fd[i], &box->watch[i], EPOLLIN);
+  }
+  box->pipe_grown[0] = p->pipe_grown[0];
+  box->pipe_grown[1] = p->pipe_grown[1];
+  box->watch[KS__BOX_PIPES].kind = KS__W_PIDFD;
+  box->watch[KS__BOX_PIPES].owner = box;
+  (void) ks__watch_mod(sup, box->proc.pidfd, &box->watch[KS__BOX_PIPES], EPOLLIN);
+  box->ctl = p->ctl;
+  p->ctl = -1;
+  box->ctl_out = false;
+  box->ctl_watch.kind = KS__W_CTL;
+  box->ctl_watch.owner = box;
+  (void) ks__watch_mod(sup, box->ctl, &box->ctl_watch, EPOLLIN);
+  box->chan = p->chan;
+  /* What kern printed while the box started belongs to this call. */
+  for (int s = 0; s < 2; s++) {
+    struct ks_outbuf mine = box->res.out[s];
+    struct ks_outbuf *b = &box->res.out[s];
+    *b = p->res.out[s];
+    p->res.out[s] = mine;
+    b->cap = mine.cap;
+    if (b->len > b->cap) {
+      b->discarded += b->len - b->cap;
+      b->len = b->cap;
+    }
+    if (box->req.stream[s] && b->len > 0)
+      sup->hooks.on_output(sup->ctx, box, (enum ks_stream) s, b->data, b->len);
+  }
+  memcpy(box->res.started, p->res.started, sizeof box->res.started);
+  box->res.nstarted = p->res.nstarted;
+  /* `kern stop` must name the box that runs. */
+  stop = box->req.stop_argv;
+  box->req.stop_argv = p->req.stop_argv;
+  p->req.stop_argv = stop;
+  box->start_ns = now;
+  box->deadline_ns = now + box->req.timeout_ns;
+  box->res.prewarmed = true;
+  ks__live_unlink(sup, p);
+  ks_box_free(p);
+  ks__live_link(sup, box);
+  ks__send_spec(sup, box);
+  return true;
+}
+
+static void ks__tail_link(struct ks_sup *sup, struct ks__tail *t) {
+  t->prev = NULL;
+  t->next = sup->tails;
+  if (sup->tails != NULL)
+    sup->tails->prev = t;
+  sup->tails = t;
+  atomic_fetch_add(&sup->tail_count, 1);
+}
+
+static void ks__tail_free(struct ks_sup *sup, struct ks__tail *t) {
+  if (t->prev != NULL)
+    t->prev->next = t->next;
+  else
+    sup->tails = t->next;
+  if (t->next != NULL)
+    t->next->prev = t->prev;
+  for (int i = 0; i < KS__TAIL_FDS; i++)
+    ks__watch_close(sup, &t->fd[i]);
+  if (t->exec_fd > 2)
+    ks_close_keep_errno(t->exec_fd);
+  free(t->path);
+  ks__free_strv(t->stop_argv);
+  ks__free_strv(t->envp);
+  free(t);
+  atomic_fetch_sub(&sup->tail_count, 1);
+}
+
+static void ks__tail_adopt(struct ks_sup *sup, struct ks_box *box, uint64_t now) {
+  struct ks__tail *t = calloc(1, sizeof *t);
+  char *path = t != NULL ? strdup(box->req.path) : NULL;
+
+  if (path == NULL) {
+    /* No memory to wait for it: end it as a timed-out box is ended. */
+    free(t);
+    (void) ks_proc_signal_group(&box->proc, SIGKILL);
+    (void) epoll_ctl(sup->epfd, EPOLL_CTL_DEL, box->proc.pidfd, NULL);
+    ks_proc_kill_and_release(&box->proc, 0);
+    for (int i = 0; i < KS__BOX_PIPES; i++)
+      ks__watch_close(sup, &box->fd[i]);
+    ks__watch_close(sup, &box->ctl);
+    if (box->req.stop_argv != NULL)
+      ks__run_stop(sup, box->req.path, box->req.exec_fd, box->req.stop_argv, box->req.envp);
+    return;
+  }
+  t->path = path;
+  t->proc = box->proc;
+  box->proc = (struct ks_proc) KS_PROC_INIT;
+  for (int i = 0; i < KS__BOX_PIPES; i++) {
+    t->fd[i] = box->fd[i];
+    box->fd[i] = -1;
+  }
+  t->fd[KS__BOX_PIPES] = box->ctl;
+  box->ctl = -1;
+  for (int i = 0; i < KS__TAIL_FDS; i++) {
+    t->watch[i].kind = KS__W_TAIL_FD;
+    t->watch[i].owner = t;
+    if (t->fd[i] >= 0)
+      (void) ks__watch_mod(sup, t->fd[i], &t->watch[i], EPOLLIN);
+  }
+  t->pid_watch.kind = KS__W_TAIL_PIDFD;
+  t->pid_watch.owner = t;
+  (void) ks__watch_mod(sup, t->proc.pidfd, &t->pid_watch, EPOLLIN);
+  t->deadline_ns = now + KS__TAIL_GRACE_NS;
+  t->exec_fd = box->req.exec_fd;
+  box->req.exec_fd = 0;
+  t->stop_argv = box->req.stop_argv;
+  box->req.stop_argv = NULL;
+  t->envp = box->req.envp;
+  box->req.envp = NULL;
+  ks__tail_link(sup, t);
+}
+
+/* Whatever kern or a dying box still writes goes nowhere; EOF closes. */
+static void ks__tail_drain(struct ks_sup *sup, struct ks__watch *w) {
+  struct ks__tail *t = w->owner;
+  int *fd = &t->fd[w - t->watch];
+  while (*fd >= 0) {
+    ssize_t n = read(*fd, sup->scratch, sizeof sup->scratch);
+    if (n > 0 || (n < 0 && errno == EINTR))
+      continue;
+    if (n < 0 && errno == EAGAIN)
+      break;
+    ks__watch_close(sup, fd);
+  }
+}
+
+static void ks__tail_on_exit(struct ks_sup *sup, struct ks__tail *t) {
+  int status;
+  struct rusage ru;
+  int r;
+
+  (void) ks_proc_signal_group(&t->proc, SIGKILL); /* as ks__on_kern_exit: its group first */
+  r = ks_proc_try_reap(&t->proc, &status, &ru);
+  if (r == 0)
+    return;
+  (void) epoll_ctl(sup->epfd, EPOLL_CTL_DEL, t->proc.pidfd, NULL);
+  ks_proc_close(&t->proc);
+  ks__tail_free(sup, t);
+}
+
+/* kern's teardown outlived the grace: killed, reaped as a helper, stopped. */
+static void ks__tail_expire(struct ks_sup *sup, struct ks__tail *t, uint64_t now) {
+  (void) ks_proc_signal_group(&t->proc, SIGKILL);
+  (void) ks_proc_signal(&t->proc, SIGKILL);
+  (void) epoll_ctl(sup->epfd, EPOLL_CTL_DEL, t->proc.pidfd, NULL);
+  ks__aux_adopt(sup, &t->proc, now + KS__KILL_GRACE_NS);
+  if (t->stop_argv != NULL)
+    ks__run_stop(sup, t->path, t->exec_fd, t->stop_argv, t->envp);
+  ks__tail_free(sup, t);
+}
+
 static void ks__on_kern_exit(struct ks_sup *sup, struct ks_box *box, uint64_t now) {
   int status = 0;
   int r;
@@ -651,12 +1006,14 @@ static void ks__on_kern_exit(struct ks_sup *sup, struct ks_box *box, uint64_t no
 static bool ks__box_cancelled(struct ks_sup *sup, const struct ks_box *box) {
   uint64_t group = box->req.group;
   uint64_t call = box->req.call;
+  uint64_t park = box->parked ? box->req.park_key : 0; /* a claimed box answers to its call */
   bool found = false;
-  if (group == 0 && call == 0)
+  if (group == 0 && call == 0 && park == 0)
     return false;
   pthread_mutex_lock(&sup->lock);
   for (size_t i = 0; i < sup->ncancelled && !found; i++)
-    found = (group != 0 && sup->cancelled[i] == group) || (call != 0 && sup->cancelled[i] == call);
+    found = (group != 0 && sup->cancelled[i] == group) || (call != 0 && sup->cancelled[i] == call) ||
+            (park != 0 && sup->cancelled[i] == park);
   pthread_mutex_unlock(&sup->lock);
   return found;
 }
@@ -694,8 +1051,15 @@ static void ks__finish_box(struct ks_sup *sup, struct ks_box *box, struct ks__st
   ks__drain_output(sup, box, KS_STDOUT, KS__READ_BUDGET);
   ks__drain_output(sup, box, KS_STDERR, KS__READ_BUDGET);
   ks__drain_started(sup, box);
+  if (box->ctl >= 0)
+    ks__on_ctl(sup, box, EPOLLIN, ks__now_ns()); /* a report still unread */
   for (int i = 0; i < KS__BOX_PIPES; i++)
     ks__watch_close(sup, &box->fd[i]);
+  ks__watch_close(sup, &box->ctl);
+  if (box->res.reported)
+    ks__usage_from_report(box);
+  if (box->req.park_key != 0) /* a recycled prewarm box: its key is done */
+    ks_sup_forget_group(sup, box->req.park_key);
   ks__live_unlink(sup, box);
   ks__queue_stop(sup, box, stops);
   ks__after_box(sup, box);
@@ -714,6 +1078,14 @@ static void ks__sweep(struct ks_sup *sup, uint64_t now) {
 
   pthread_mutex_lock(&sup->lock);
   cancels = sup->ncancelled > 0;
+  /* Recycled prewarm boxes: killed if still parked; a key whose box has
+   * gone (claimed, or died) leaves nothing behind. */
+  for (size_t i = 0; i < sup->ndrops; i++) {
+    struct ks_box *p = ks__find_parked(sup, sup->drops[i]);
+    if (p != NULL && !p->exited && !p->killed)
+      ks__kill_box(sup, p, now, false);
+  }
+  sup->ndrops = 0;
   pthread_mutex_unlock(&sup->lock);
 
   while (box != NULL) {
@@ -729,6 +1101,11 @@ static void ks__sweep(struct ks_sup *sup, uint64_t now) {
     box = next;
   }
   ks__run_stops(sup, stops);
+  for (struct ks__tail *t = sup->tails, *next; t != NULL; t = next) {
+    next = t->next;
+    if (now >= t->deadline_ns)
+      ks__tail_expire(sup, t, now);
+  }
   while (a != NULL) {
     struct ks__aux *next = a->next;
     if (now >= a->deadline_ns)
@@ -752,6 +1129,10 @@ static int ks__next_timeout_ms(struct ks_sup *sup, uint64_t now) {
     if (a->deadline_ns < next)
       next = a->deadline_ns;
   }
+  for (struct ks__tail *t = sup->tails; t != NULL; t = t->next) {
+    if (t->deadline_ns < next)
+      next = t->deadline_ns;
+  }
   if (next == UINT64_MAX)
     return -1;
   if (next <= now)
@@ -763,7 +1144,7 @@ static int ks__next_timeout_ms(struct ks_sup *sup, uint64_t now) {
   return (int) ((wait_ns + KS__MS - 1) / KS__MS);
 }
 
-static void ks__dispatch(struct ks_sup *sup, struct ks__watch *w, uint64_t now) {
+static void ks__dispatch(struct ks_sup *sup, struct ks__watch *w, uint32_t events, uint64_t now) {
   struct ks_box *box = w->owner;
   uint64_t v;
 
@@ -780,6 +1161,15 @@ static void ks__dispatch(struct ks_sup *sup, struct ks__watch *w, uint64_t now) 
     break;
   case KS__W_AUX:
     ks__aux_on_exit(sup, w->owner);
+    break;
+  case KS__W_CTL:
+    ks__on_ctl(sup, box, events, now);
+    break;
+  case KS__W_TAIL_FD:
+    ks__tail_drain(sup, w);
+    break;
+  case KS__W_TAIL_PIDFD:
+    ks__tail_on_exit(sup, w->owner);
     break;
   case KS__W_WAKE:
     while (read(sup->wakefd, &v, sizeof v) < 0 && errno == EINTR) {
@@ -817,6 +1207,10 @@ static void ks__teardown(struct ks_sup *sup, struct ks_box *pending) {
     (void) ks_proc_signal_group(&a->proc, SIGKILL);
     (void) ks_proc_signal(&a->proc, SIGKILL);
   }
+  for (struct ks__tail *t = sup->tails; t != NULL; t = t->next) {
+    (void) ks_proc_signal_group(&t->proc, SIGKILL);
+    (void) ks_proc_signal(&t->proc, SIGKILL);
+  }
   budget_end = ks__now_ns() + KS__TEARDOWN_WAIT_NS;
   while (sup->live != NULL) {
     struct ks_box *box = sup->live;
@@ -828,8 +1222,15 @@ static void ks__teardown(struct ks_sup *sup, struct ks_box *pending) {
     }
     for (int i = 0; i < KS__BOX_PIPES; i++)
       ks__watch_close(sup, &box->fd[i]);
+    ks__watch_close(sup, &box->ctl);
     ks__live_unlink(sup, box);
     ks__after_box(sup, box);
+  }
+  while (sup->tails != NULL) {
+    struct ks__tail *t = sup->tails;
+    (void) epoll_ctl(sup->epfd, EPOLL_CTL_DEL, t->proc.pidfd, NULL);
+    ks_proc_kill_and_release(&t->proc, ks__ms_until(budget_end));
+    ks__tail_free(sup, t);
   }
   while (sup->aux != NULL)
     ks__aux_release(sup, sup->aux, ks__ms_until(budget_end));
@@ -848,7 +1249,7 @@ static void *ks__sup_main(void *arg) {
 
     now = ks__now_ns();
     for (int i = 0; i < n; i++)
-      ks__dispatch(sup, events[i].data.ptr, now);
+      ks__dispatch(sup, events[i].data.ptr, events[i].events, now);
 
     pthread_mutex_lock(&sup->lock);
     pending = sup->pending_head;
@@ -981,10 +1382,14 @@ int ks_sup_submit(struct ks_sup *sup, struct ks_box *box) {
   pthread_mutex_unlock(&sup->lock);
   /* From here on the box is ours: a shutdown racing with this reports it
    * through on_done as cancelled. */
-  if (box->req.watch != NULL)
-    ks__scanner_push(sup, box, KS__SCAN_BEFORE);
-  else
+  if (box->req.watch != NULL && ks_ws_watch_try_begin(box->req.watch, &box->wcall)) {
+    box->wcall_open = true; /* begun here, at no cost: straight to the spawn */
     ks__queue_spawn(sup, box);
+  } else if (box->req.watch != NULL) {
+    ks__scanner_push(sup, box, KS__SCAN_BEFORE);
+  } else {
+    ks__queue_spawn(sup, box);
+  }
   return 0;
 }
 
@@ -1022,6 +1427,7 @@ void ks_sup_shutdown(struct ks_sup *sup) {
   pthread_mutex_destroy(&sc->lock);
   pthread_cond_destroy(&sc->cond);
   free(sup->cancelled);
+  free(sup->drops);
   free(sup);
 }
 
@@ -1043,6 +1449,24 @@ int ks_sup_cancel_group(struct ks_sup *sup, uint64_t group) {
   return 0;
 }
 
+int ks_sup_drop_parked(struct ks_sup *sup, uint64_t key) {
+  pthread_mutex_lock(&sup->lock);
+  if (sup->ndrops == sup->drops_cap) {
+    size_t cap = sup->drops_cap ? sup->drops_cap * 2 : 16;
+    uint64_t *p = realloc(sup->drops, cap * sizeof *p);
+    if (p == NULL) {
+      pthread_mutex_unlock(&sup->lock);
+      return -ENOMEM;
+    }
+    sup->drops = p;
+    sup->drops_cap = cap;
+  }
+  sup->drops[sup->ndrops++] = key;
+  pthread_mutex_unlock(&sup->lock);
+  ks__wake(sup);
+  return 0;
+}
+
 void ks_sup_forget_group(struct ks_sup *sup, uint64_t group) {
   pthread_mutex_lock(&sup->lock);
   /* Every entry: a group can be cancelled twice (close() during open()
@@ -1058,6 +1482,8 @@ void ks_sup_forget_group(struct ks_sup *sup, uint64_t group) {
 }
 
 size_t ks_sup_live_boxes(struct ks_sup *sup) { return atomic_load(&sup->live_count); }
+
+size_t ks_sup_tails(struct ks_sup *sup) { return atomic_load(&sup->tail_count); }
 
 size_t ks_sup_cancelled_groups(struct ks_sup *sup) {
   size_t n;

@@ -16,6 +16,7 @@
 #include <stdint.h>
 #include <sys/resource.h>
 
+#include "channel.h"
 #include "outbuf.h"
 #include "proc.h"
 #include "../workspace/wsscan.h"
@@ -46,6 +47,17 @@ struct ks_box_request {
   uint64_t group;   /* the session it belongs to, for ks_sup_cancel_group; 0: none */
   uint64_t call;    /* a key of its own, for ks_sup_cancel_group too (a call's
                      * AbortSignal kills this box alone); 0: none */
+  /* The in-box init (csrc/init/). */
+  bool channel;     /* argv runs ks-init: give it a control channel on stdin */
+  int early_cap;    /* >= 0: settle at the init's report (not a SIGKILL), with
+                     * this as kern's cap byte; -1: always wait for kern's exit */
+  char *spec;       /* a spec frame for a waiting init (a claimed box), or NULL */
+  size_t spec_len;
+  uint64_t park_key;  /* nonzero: a prewarm box: start it and park it under this
+                       * key, with no call (no user, no deadline); cancel the key
+                       * to recycle it */
+  uint64_t claim_key; /* nonzero: run in the parked box of this key if it is
+                       * still there (sending spec), else start argv cold */
 };
 
 /* What happened. Filled by the supervisor, read after on_done. */
@@ -60,7 +72,12 @@ struct ks_box_result {
   size_t nstarted;             /* how many it wrote in all */
   struct ks_outbuf out[2];
   uint64_t duration_ns;        /* spawn to exit of kern */
-  struct rusage usage;
+  struct rusage usage;          /* kern's, or the workload's from the init's report */
+  bool reported;               /* the init's report arrived */
+  int report_end;              /* enum ks_init_end, when reported */
+  int report_value;
+  bool settled_early;          /* settled at the report; kern's teardown ran on */
+  bool prewarmed;              /* ran in a box started ahead (a claim that found it) */
   /* The files the box created or modified (requests with scan_rootfd). */
   int scan_errnum;             /* nonzero: no change list (e.g. -E2BIG) */
   struct ks_ws_change *changes;
@@ -113,12 +130,18 @@ int ks_sup_cancel_group(struct ks_sup *sup, uint64_t group);
  * list, and the sweep's cost, grow with every session a process closes. */
 void ks_sup_forget_group(struct ks_sup *sup, uint64_t group);
 
+/* Recycles the parked prewarm box of this key (ks_box_request.park_key), if
+ * it is still parked; nothing otherwise. Thread-safe. 0 or -ENOMEM. */
+int ks_sup_drop_parked(struct ks_sup *sup, uint64_t key);
+
 /* Kills every live box and helper, reaps them, reports each box through
  * on_done, joins the thread and frees the supervisor. */
 void ks_sup_shutdown(struct ks_sup *sup);
 
-/* Counts for tests and the leak census. */
+/* Counts for tests and the leak census: boxes with a call or parked, and
+ * kerns still tearing down a box whose call settled at its report. */
 size_t ks_sup_live_boxes(struct ks_sup *sup);
+size_t ks_sup_tails(struct ks_sup *sup);
 size_t ks_sup_cancelled_groups(struct ks_sup *sup);
 
 #endif

@@ -1350,6 +1350,11 @@ int ks_ws_tracker_begin(struct ks_ws_tracker *t, struct ks_ws_call **ret_call,
   return 0;
 }
 
+bool ks_ws_tracker_quiet(struct ks_ws_tracker *t) {
+  int avail = 0;
+  return !t->need_rescan && ioctl(t->ifd, FIONREAD, &avail) == 0 && avail == 0;
+}
+
 static void ks__call_free(struct ks_ws_tracker *t, struct ks_ws_call *c) {
   if (c->prev != NULL)
     c->prev->next = c->next;

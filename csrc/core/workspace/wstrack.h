@@ -88,6 +88,7 @@
 #ifndef KS_CORE_WSTRACK_H
 #define KS_CORE_WSTRACK_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -140,6 +141,10 @@ int ks_ws_tracker_open(int rootfd, struct ks_ws_tracker **ret, struct ks_err *er
  * -ENAMETOOLONG, -ENOMEM, -EMFILE...). After a failed begin the tracker
  * tries to rebuild itself at the next begin, and fails again as long as the
  * cause lasts: the caller may close it and use full scans instead. */
+/* Whether a call could begin now at no cost: no event pending, no rescan
+ * due. Same locking as the rest. */
+bool ks_ws_tracker_quiet(struct ks_ws_tracker *t);
+
 int ks_ws_tracker_begin(struct ks_ws_tracker *t, struct ks_ws_call **ret_call,
                         struct ks_err *err);
 

@@ -80,6 +80,23 @@ void ks_ws_watch_begin(struct ks_ws_watch *w, struct ks_ws_watch_call *c) {
   pthread_mutex_unlock(&w->lock);
 }
 
+bool ks_ws_watch_try_begin(struct ks_ws_watch *w, struct ks_ws_watch_call *c) {
+  struct ks_err err;
+  bool ok = false;
+
+  if (pthread_mutex_trylock(&w->lock) != 0)
+    return false;
+  if (w->tracker != NULL && ks_ws_tracker_quiet(w->tracker)) {
+    memset(c, 0, sizeof *c);
+    ks_err_clear(&err);
+    ok = ks_ws_tracker_begin(w->tracker, &c->tracked, &err) == 0;
+    if (!ok)
+      c->tracked = NULL; /* the scan thread's begin falls back to a scan */
+  }
+  pthread_mutex_unlock(&w->lock);
+  return ok;
+}
+
 /* One block: the array, then the path bytes it points into. */
 static int ks__pack_changes(const struct ks_ws_change *src, size_t n,
                             struct ks_ws_change **ret) {

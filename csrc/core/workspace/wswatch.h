@@ -43,6 +43,11 @@ void ks_ws_watch_unref(struct ks_ws_watch *w);
  * that could get neither has begin_errnum set and reports no files. */
 void ks_ws_watch_begin(struct ks_ws_watch *w, struct ks_ws_watch_call *c);
 
+/* The same, from any thread, when it costs nothing (the tracker is up,
+ * quiet, and not busy on another thread): true if the call began. Spares a
+ * call a hop through the scan thread. */
+bool ks_ws_watch_try_begin(struct ks_ws_watch *w, struct ks_ws_watch_call *c);
+
 /* Ends a call: *ret is one malloc()ed block holding the changes and their
  * paths (free() it; NULL when *ret_n is 0). Returns 0 or a negative errno
  * (then no list: the run's result still stands). */

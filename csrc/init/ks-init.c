@@ -1,0 +1,345 @@
+/* ks-init: the box's first process, between kern and the workload.
+ *
+ *   ks-init [--apparmor NAME] --exec -- CMD...    start CMD now (a cold box)
+ *   ks-init [--apparmor NAME] --wait              exec the argv of the host's
+ *                                                 spec frame (a prewarmed box)
+ *   ks-init [--apparmor NAME] --wait --pre -- CMD...
+ *                                                 start CMD now with the read
+ *                                                 end of a pipe on fd 3, and
+ *                                                 pass it the code of the spec
+ *                                                 (an interpreter started ahead)
+ *
+ * It starts the workload as its child (in a session of its own), reaps
+ * everything, and once the workload has exited kills and reaps whatever the
+ * workload left behind: in a real box it is PID 1 of the box's PID namespace,
+ * so kill(-1) reaches every process of the box; outside one (the test
+ * double) it is a child subreaper and kills its descendants. Only then does
+ * it report on the channel (protocol.h): every byte the box's processes
+ * wrote is in the host's pipes by then, so the host can settle the call at
+ * the report while kern tears the box down off the call's path.
+ *
+ * It exits with the status kern would have reported for the workload (its
+ * exit code, or 128+N for signal N), so a host that ignores the report gets
+ * the same result from kern's exit status as without an init.
+ *
+ * Static, single-threaded, no allocation after the workload starts. */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "protocol.h"
+#include "spec.h"
+
+#define KS_INIT_CODE_FD 3 /* where an interpreter started with --pre reads its code */
+#define KS_INIT_SETUP_FAILED 125
+
+static volatile pid_t workload_pid = -1;
+
+/* The signals whose disposition the init changes, and what they were when
+ * kern started it: the workload gets exactly those back, so it starts with
+ * the dispositions it would have had as the box's first process. */
+static const int changed_signals[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGPIPE};
+#define NCHANGED (sizeof changed_signals / sizeof changed_signals[0])
+static struct sigaction inherited[NCHANGED];
+
+static void forward_signal(int sig) {
+  pid_t pid = workload_pid;
+  if (pid > 0)
+    (void) kill(pid, sig);
+}
+
+/* The workload's diagnostics for a command that cannot be executed: kern's
+ * own words and exit codes (126 found but refused, 127 not found), so a
+ * result reads the same with or without the init. */
+static void exec_failed(const char *cmd, int errnum, const char *apparmor) {
+  const char *why = strerror(errnum);
+  uid_t uid = geteuid();
+  if (errnum == EACCES && uid != 0) {
+    dprintf(2,
+            "kern: cannot start '%s' as uid %u in box: %s (os error %d)\n"
+            "hint: a rootless box's rootfs is owned by the box's root uid, so a non-root --user "
+            "often can't exec it - drop --user (runs as the box's root) or provide a rootfs owned "
+            "by uid %u%s%s%s\n",
+            cmd, (unsigned) uid, why, errnum, (unsigned) uid,
+            apparmor ? "\n      (or the AppArmor profile '" : "", apparmor ? apparmor : "",
+            apparmor ? "' refused the exec - is it loaded on the host?)" : "");
+  } else if (errnum == EACCES && apparmor != NULL) {
+    dprintf(2,
+            "kern: cannot start '%s' in box: %s (os error %d)\n"
+            "hint: the AppArmor profile '%s' would not admit the exec - is it loaded on the "
+            "host? (`apparmor_parser -r <profile>` loads it; `-R` removes it)\n",
+            cmd, why, errnum, apparmor);
+  } else {
+    dprintf(2,
+            "kern: cannot start '%s' in box: %s (os error %d)\n"
+            "hint: the command must exist inside the box (try a full path like /bin/sh) and, if "
+            "dynamically linked, its libraries/loader must be present in the rootfs\n",
+            cmd, why, errnum);
+  }
+  _exit(errnum == EACCES ? 126 : 127);
+}
+
+/* Forks the workload: default signal dispositions and mask, a session of
+ * its own (so its `kill 0` stays within it), code_fd on fd 3 if given. */
+static pid_t start_workload(char **argv, int code_fd, const char *apparmor) {
+  pid_t pid = fork();
+  if (pid != 0)
+    return pid;
+  for (size_t i = 0; i < NCHANGED; i++)
+    (void) sigaction(changed_signals[i], &inherited[i], NULL);
+  (void) setsid();
+  /* dup2 onto itself would keep close-on-exec: clear it instead. */
+  if (code_fd == KS_INIT_CODE_FD ? fcntl(code_fd, F_SETFD, 0) < 0
+      : code_fd >= 0 && dup2(code_fd, KS_INIT_CODE_FD) < 0)
+    _exit(KS_INIT_SETUP_FAILED);
+  execvp(argv[0], argv);
+  exec_failed(argv[0], errno, apparmor);
+  return -1;
+}
+
+static bool read_full(int fd, void *buf, size_t len) {
+  char *p = buf;
+  while (len > 0) {
+    ssize_t n = read(fd, p, len);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      return false;
+    p += n;
+    len -= (size_t) n;
+  }
+  return true;
+}
+
+static bool write_full(int fd, const void *buf, size_t len) {
+  const char *p = buf;
+  while (len > 0) {
+    ssize_t n = write(fd, p, len);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      return false;
+    p += n;
+    len -= (size_t) n;
+  }
+  return true;
+}
+
+/* The host's spec frame: its kind and body (malloc'd, NUL-terminated past
+ * len). False when the host closed the channel first (the prewarmed box was
+ * recycled) or sent something malformed. */
+static bool read_spec(int ch, uint32_t *kind, char **body, size_t *len) {
+  struct ks_init_spec_header h;
+  if (ch < 0 || !read_full(ch, &h, sizeof h))
+    return false;
+  if (h.magic != KS_INIT_SPEC_MAGIC || h.len > KS_INIT_SPEC_MAX ||
+      (h.kind != KS_INIT_SPEC_ARGV && h.kind != KS_INIT_SPEC_CODE))
+    return false;
+  *body = malloc((size_t) h.len + 1);
+  if (*body == NULL || !read_full(ch, *body, h.len))
+    return false;
+  (*body)[h.len] = '\0';
+  *kind = h.kind;
+  *len = h.len;
+  return true;
+}
+
+/* Outside a PID namespace of its own: SIGKILLs every child it has (its
+ * orphaned descendants are reparented to it, a child subreaper) and each
+ * child's process group. Returns how many it found. */
+static int kill_children(void) {
+  char path[64];
+  char buf[4096];
+  int found = 0;
+  int fd;
+  ssize_t n;
+
+  snprintf(path, sizeof path, "/proc/self/task/%d/children", (int) getpid());
+  fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return 0;
+  n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (n <= 0)
+    return 0;
+  buf[n] = '\0';
+  for (char *p = buf; *p != '\0';) {
+    char *end;
+    long pid = strtol(p, &end, 10);
+    if (end == p)
+      break;
+    if (pid > 1) {
+      (void) kill((pid_t) -pid, SIGKILL);
+      (void) kill((pid_t) pid, SIGKILL);
+      found++;
+    }
+    p = end;
+  }
+  return found;
+}
+
+/* Everything the workload left: killed and reaped. */
+static void kill_leftovers(bool pid1) {
+  int status;
+  for (;;) {
+    if (pid1)
+      (void) kill(-1, SIGKILL); /* every process of the namespace but us */
+    else
+      (void) kill_children();
+    pid_t r = waitpid(-1, &status, 0);
+    if (r < 0 && errno == EINTR)
+      continue;
+    if (r < 0)
+      return; /* ECHILD: none left */
+  }
+}
+
+static void usage(void) {
+  dprintf(2, "ks-init: usage: ks-init [--apparmor NAME] (--exec -- CMD... | --wait [--pre -- CMD...])\n");
+  _exit(KS_INIT_SETUP_FAILED);
+}
+
+int main(int argc, char **argv) {
+  const char *apparmor = NULL;
+  bool exec_now = false, wait_spec = false, pre = false;
+  char **cmd = NULL;
+  int ch = -1;
+  int code_pipe[2] = {-1, -1};
+  struct stat st;
+  struct sigaction fwd;
+  int status = 0;
+  pid_t pid = -1;
+  bool pid1 = getpid() == 1;
+
+  for (int i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "--apparmor") == 0 && i + 1 < argc)
+      apparmor = argv[++i];
+    else if (strcmp(argv[i], "--exec") == 0)
+      exec_now = true;
+    else if (strcmp(argv[i], "--wait") == 0)
+      wait_spec = true;
+    else if (strcmp(argv[i], "--pre") == 0)
+      pre = true;
+    else if (strcmp(argv[i], "--") == 0 && i + 1 < argc) {
+      cmd = argv + i + 1;
+      break;
+    } else
+      usage();
+  }
+  if (exec_now == wait_spec || (exec_now && (pre || cmd == NULL)) || (pre && cmd == NULL) ||
+      (wait_spec && !pre && cmd != NULL))
+    usage();
+
+  /* The channel leaves fd 0 before anything else can inherit it. */
+  if (fstat(0, &st) == 0 && S_ISSOCK(st.st_mode))
+    ch = fcntl(0, F_DUPFD_CLOEXEC, 10);
+  {
+    int nul = open("/dev/null", O_RDWR);
+    if (nul < 0 || (nul != 0 && dup2(nul, 0) < 0)) {
+      dprintf(2, "kern: sandbox setup failed: ks-init: /dev/null: %s\n", strerror(errno));
+      _exit(KS_INIT_SETUP_FAILED);
+    }
+    if (nul != 0)
+      close(nul);
+  }
+  /* No ptrace attach and no /proc/1/fd for the workload (same uid). */
+  (void) prctl(PR_SET_DUMPABLE, 0);
+  if (!pid1)
+    (void) prctl(PR_SET_CHILD_SUBREAPER, 1);
+
+  memset(&fwd, 0, sizeof fwd);
+  fwd.sa_handler = forward_signal;
+  sigemptyset(&fwd.sa_mask);
+  fwd.sa_flags = SA_RESTART;
+  /* kern's backstop and a host's SIGTERM reach the workload, as they did
+   * when it was the box's first process; a host gone mid-report is not our
+   * death (SIGPIPE, the last). The mask is left as kern set it. */
+  for (size_t i = 0; i < NCHANGED; i++) {
+    struct sigaction ign;
+    memset(&ign, 0, sizeof ign);
+    ign.sa_handler = SIG_IGN;
+    (void) sigaction(changed_signals[i], changed_signals[i] == SIGPIPE ? &ign : &fwd,
+                     &inherited[i]);
+  }
+
+  if (pre) {
+    if (pipe2(code_pipe, O_CLOEXEC) < 0) {
+      dprintf(2, "kern: sandbox setup failed: ks-init: pipe: %s\n", strerror(errno));
+      _exit(KS_INIT_SETUP_FAILED);
+    }
+    pid = start_workload(cmd, code_pipe[0], apparmor);
+    close(code_pipe[0]);
+    workload_pid = pid;
+  }
+  if (wait_spec) {
+    uint32_t kind = 0;
+    char *body = NULL;
+    size_t len = 0;
+    char **spec_argv = NULL;
+    if (!read_spec(ch, &kind, &body, &len) || (kind == KS_INIT_SPEC_CODE) != pre ||
+        (kind == KS_INIT_SPEC_ARGV && ks_init_split_argv(body, len, &spec_argv) < 1)) {
+      /* Recycled unused (or a broken host): nothing ran, nothing to say. */
+      if (pre)
+        kill_leftovers(pid1);
+      _exit(0);
+    }
+    if (pre) {
+      (void) write_full(code_pipe[1], body, len);
+      close(code_pipe[1]);
+    } else {
+      pid = start_workload(spec_argv, -1, apparmor);
+      workload_pid = pid;
+    }
+  } else {
+    pid = start_workload(cmd, -1, apparmor);
+    workload_pid = pid;
+  }
+  if (pid < 0) {
+    dprintf(2, "kern: sandbox setup failed: ks-init: fork: %s\n", strerror(errno));
+    _exit(KS_INIT_SETUP_FAILED);
+  }
+
+  for (;;) {
+    pid_t r = waitpid(-1, &status, 0);
+    if (r == pid)
+      break;
+    if (r < 0 && errno != EINTR) {
+      status = 0; /* cannot happen: the workload is our child */
+      break;
+    }
+  }
+  workload_pid = -1;
+  kill_leftovers(pid1);
+
+  struct ks_init_report rep;
+  struct rusage ru;
+  memset(&rep, 0, sizeof rep);
+  memset(&ru, 0, sizeof ru);
+  (void) getrusage(RUSAGE_CHILDREN, &ru);
+  rep.magic = KS_INIT_REPORT_MAGIC;
+  if (WIFSIGNALED(status)) {
+    rep.end = KS_INIT_SIGNALED;
+    rep.value = WTERMSIG(status);
+    rep.flags = WCOREDUMP(status) ? KS_INIT_CORE_DUMPED : 0;
+  } else {
+    rep.end = KS_INIT_EXITED;
+    rep.value = WEXITSTATUS(status);
+  }
+  rep.utime_us = (uint64_t) ru.ru_utime.tv_sec * 1000000u + (uint64_t) ru.ru_utime.tv_usec;
+  rep.stime_us = (uint64_t) ru.ru_stime.tv_sec * 1000000u + (uint64_t) ru.ru_stime.tv_usec;
+  rep.maxrss_kb = (uint64_t) ru.ru_maxrss;
+  if (ch >= 0)
+    (void) write_full(ch, &rep, sizeof rep);
+  _exit(rep.end == KS_INIT_SIGNALED ? 128 + rep.value : rep.value);
+}

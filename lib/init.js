@@ -1,0 +1,104 @@
+"use strict";
+
+// The host side of the in-box init (csrc/init/): where its binary is, the
+// private directory each session mounts it from, its command lines, and the
+// spec frames of csrc/init/protocol.h.
+const fs = require("fs");
+const os = require("os");
+const path = require("path");
+const binding = require("./binding");
+
+const BOX_DIR = "/.ks"; // KS_INIT_BOX_DIR
+const BOX_PATH = `${BOX_DIR}/ks-init`; // KS_INIT_BOX_PATH
+const SPEC_MAGIC = 0x3153534b; // KS_INIT_SPEC_MAGIC, "KSS1"
+const SPEC_ARGV = 1;
+const SPEC_CODE = 2;
+const REPORT_EXITED = 1; // KS_INIT_EXITED
+const REPORT_SIGNALED = 2;
+
+// The Python bootstrap of a prewarmed interpreter (its own file: code that
+// runs in the box is never a string in C or JS).
+const PYTHON_BOOT = fs.readFileSync(path.join(__dirname, "inbox", "python-boot.py"), "utf8");
+
+/** The built init next to the addon that loaded, or null (not built). */
+function findInitBinary() {
+  const build = path.join(__dirname, "..", "build");
+  for (const flavour of [binding.flavour, "Release"]) {
+    const file = path.join(build, flavour, "ks-init");
+    try {
+      if (fs.statSync(file).isFile()) return file;
+    } catch {
+      // next
+    }
+  }
+  return null;
+}
+
+const INIT_BINARY = findInitBinary();
+
+/**
+ * A private directory (0700, under TMPDIR, never inside a workspace) holding
+ * one copy of the init (0500), for the session's boxes to mount read-only at
+ * /.ks: nobody but us can replace the program every box runs first. Null
+ * when the init is not built (boxes then run their workload directly).
+ */
+async function makeInitDir(tmpdir = os.tmpdir()) {
+  if (INIT_BINARY === null) return null;
+  const dir = await fs.promises.mkdtemp(path.join(tmpdir, "kern-init-"));
+  try {
+    await fs.promises.chmod(dir, 0o700);
+    const file = path.join(dir, "ks-init");
+    await fs.promises.copyFile(INIT_BINARY, file, fs.constants.COPYFILE_EXCL);
+    await fs.promises.chmod(file, 0o500);
+    // kern's -v syntax cannot carry ':' or ','; TMPDIR with them runs without the init.
+    if (/[:\n\r,]/.test(dir)) throw new Error("unusable path");
+    return dir;
+  } catch {
+    await fs.promises.rm(dir, { recursive: true, force: true }).catch(() => {});
+    return null;
+  }
+}
+
+async function removeInitDir(dir) {
+  if (dir !== null) await fs.promises.rm(dir, { recursive: true, force: true }).catch(() => {});
+}
+
+/** The box command that runs `command` under the init, started now. */
+function coldCommand(command, apparmor) {
+  return [BOX_PATH, ...apparmorArgs(apparmor), "--exec", "--", ...command];
+}
+
+/** The box command of a prewarmed box: an init waiting for its argv
+ * ("exec"), or one that starts python3 now, waiting for its code ("python"). */
+function waitingCommand(kind, apparmor) {
+  const cmd = [BOX_PATH, ...apparmorArgs(apparmor), "--wait"];
+  if (kind === "python") cmd.push("--pre", "--", "python3", "-c", PYTHON_BOOT);
+  return cmd;
+}
+
+function apparmorArgs(apparmor) {
+  // The init words a refused exec as kern does, naming the profile.
+  return apparmor !== null ? ["--apparmor", apparmor] : [];
+}
+
+const LE = os.endianness() === "LE";
+
+function frame(kind, body) {
+  const out = Buffer.allocUnsafe(12 + body.length);
+  const put = (v, at) => (LE ? out.writeUInt32LE(v, at) : out.writeUInt32BE(v, at));
+  put(SPEC_MAGIC, 0);
+  put(kind, 4);
+  put(body.length, 8);
+  body.copy(out, 12);
+  return out;
+}
+
+/** The spec frame for an init waiting with --wait: the argv for an "exec"
+ * box, the code for a "python" one. */
+function specFrame(kind, { command, code }) {
+  if (kind === "python") return frame(SPEC_CODE, Buffer.from(code, "utf8"));
+  return frame(SPEC_ARGV, Buffer.from(command.map((a) => `${a}\0`).join(""), "utf8"));
+}
+
+module.exports = { BOX_DIR, BOX_PATH, INIT_BINARY, REPORT_EXITED, REPORT_SIGNALED, makeInitDir,
+  removeInitDir, coldCommand, waitingCommand, specFrame };
