@@ -27,7 +27,8 @@ if ! [[ $seconds =~ ^[0-9]+$ ]] || [ "$seconds" -lt 1 ]; then
   echo "usage: scripts/fuzz.sh [SECONDS] [TARGET...]" >&2
   exit 2
 fi
-all_targets=(fuzz_tar_header fuzz_vet_path fuzz_restore fuzz_open_beneath fuzz_text)
+all_targets=(fuzz_tar_header fuzz_vet_path fuzz_restore fuzz_open_beneath fuzz_text fuzz_chan_report
+  fuzz_init_spec)
 if [ $# -gt 0 ]; then targets=("$@"); else targets=("${all_targets[@]}"); fi
 for t in "${targets[@]}"; do
   case " ${all_targets[*]} " in

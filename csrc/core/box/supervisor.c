@@ -101,6 +101,8 @@ struct ks_box {
   struct ks_chan_reader chan;
   size_t spec_sent;           /* bytes of req.spec written to ctl */
   bool ctl_out;               /* ctl is watched for EPOLLOUT too */
+  bool settle_early;          /* the report came: settle at the sweep, after the
+                               * batch (later events of it may name this box) */
 };
 
 /* A kern still tearing down a box whose call settled at the init's report:
@@ -113,6 +115,7 @@ struct ks__tail {
   int fd[KS__TAIL_FDS];
   struct ks__watch watch[KS__TAIL_FDS];
   struct ks__watch pid_watch;
+  bool reaped; /* freed at the sweep: later events of the batch may name it */
   uint64_t deadline_ns;
   char *path;
   int exec_fd;
@@ -794,9 +797,10 @@ static void ks__on_ctl(struct ks_sup *sup, struct ks_box *box, uint32_t events, 
   box->res.reported = true;
   box->res.report_end = (int) rep->end;
   box->res.report_value = rep->value;
+  (void) now;
   if (!box->parked && !box->killed && !box->exited && box->req.early_cap >= 0 &&
       !(rep->end == KS_INIT_SIGNALED && rep->value == SIGKILL))
-    ks__settle_early(sup, box, now);
+    box->settle_early = true;
 }
 
 static struct ks_box *ks__find_parked(struct ks_sup *sup, uint64_t key) {
@@ -966,7 +970,7 @@ static void ks__tail_on_exit(struct ks_sup *sup, struct ks__tail *t) {
     return;
   (void) epoll_ctl(sup->epfd, EPOLL_CTL_DEL, t->proc.pidfd, NULL);
   ks_proc_close(&t->proc);
-  ks__tail_free(sup, t);
+  t->reaped = true;
 }
 
 /* kern's teardown outlived the grace: killed, reaped as a helper, stopped. */
@@ -1090,6 +1094,11 @@ static void ks__sweep(struct ks_sup *sup, uint64_t now) {
 
   while (box != NULL) {
     struct ks_box *next = box->next;
+    if (box->settle_early && !box->exited && !box->killed) {
+      ks__settle_early(sup, box, now);
+      box = next;
+      continue;
+    }
     if (!box->exited && !box->killed && now >= box->deadline_ns)
       ks__kill_box(sup, box, now, true);
     else if (!box->exited && !box->killed && cancels && ks__box_cancelled(sup, box))
@@ -1103,7 +1112,9 @@ static void ks__sweep(struct ks_sup *sup, uint64_t now) {
   ks__run_stops(sup, stops);
   for (struct ks__tail *t = sup->tails, *next; t != NULL; t = next) {
     next = t->next;
-    if (now >= t->deadline_ns)
+    if (t->reaped)
+      ks__tail_free(sup, t);
+    else if (now >= t->deadline_ns)
       ks__tail_expire(sup, t, now);
   }
   while (a != NULL) {
@@ -1228,7 +1239,8 @@ static void ks__teardown(struct ks_sup *sup, struct ks_box *pending) {
   }
   while (sup->tails != NULL) {
     struct ks__tail *t = sup->tails;
-    (void) epoll_ctl(sup->epfd, EPOLL_CTL_DEL, t->proc.pidfd, NULL);
+    if (t->proc.pidfd >= 0)
+      (void) epoll_ctl(sup->epfd, EPOLL_CTL_DEL, t->proc.pidfd, NULL);
     ks_proc_kill_and_release(&t->proc, ks__ms_until(budget_end));
     ks__tail_free(sup, t);
   }
