@@ -37,30 +37,75 @@ function findInitBinary() {
 const INIT_BINARY = findInitBinary();
 
 /**
- * A private directory (0700, under TMPDIR, never inside a workspace) holding
- * one copy of the init (0500), for the session's boxes to mount read-only at
- * /.ks: nobody but us can replace the program every box runs first. Null
- * when the init is not built (boxes then run their workload directly).
+ * The process's private directory (0700, under TMPDIR, never inside a
+ * workspace) holding one copy of the init (0500), which every box of the
+ * process mounts read-only at /.ks: nobody but us can replace the program
+ * each box runs first, and nothing else is in it. One per process, not per
+ * session: creating and removing a file per session cost 3-45 ms a session
+ * on this host's journaled /tmp right after kern's teardown wrote there
+ * (measured), for no gain in isolation (the sessions of one process trust
+ * each other). Removed when the process (or Worker) exits; a directory
+ * left by a process that was SIGKILLed is removed by the next one to start.
+ * Null when the init is not built or cannot be set up (boxes then run their
+ * workload directly, as 0.1.1 did).
  */
-async function makeInitDir(tmpdir = os.tmpdir()) {
+const dirs = new Map(); // tmpdir -> directory, or null once it failed there
+
+function initDir(tmpdir = os.tmpdir()) {
   if (INIT_BINARY === null) return null;
-  const dir = await fs.promises.mkdtemp(path.join(tmpdir, "kern-init-"));
+  if (dirs.has(tmpdir)) return dirs.get(tmpdir);
+  let dir = null;
   try {
-    await fs.promises.chmod(dir, 0o700);
-    const file = path.join(dir, "ks-init");
-    await fs.promises.copyFile(INIT_BINARY, file, fs.constants.COPYFILE_EXCL);
-    await fs.promises.chmod(file, 0o500);
-    // kern's -v syntax cannot carry ':' or ','; TMPDIR with them runs without the init.
+    removeStaleDirs(tmpdir);
+    dir = fs.mkdtempSync(path.join(tmpdir, `kern-init-${process.pid}-`));
+    // kern's -v syntax cannot carry ':' or ','.
     if (/[:\n\r,]/.test(dir)) throw new Error("unusable path");
-    return dir;
+    fs.chmodSync(dir, 0o700);
+    const file = path.join(dir, "ks-init");
+    fs.copyFileSync(INIT_BINARY, file, fs.constants.COPYFILE_EXCL);
+    fs.chmodSync(file, 0o500);
   } catch {
-    await fs.promises.rm(dir, { recursive: true, force: true }).catch(() => {});
-    return null;
+    if (dir !== null) removeInitDir(dir);
+    dir = null;
+  }
+  dirs.set(tmpdir, dir);
+  if (dir !== null && dirs.size === 1) process.once("exit", removeAll);
+  return dir;
+}
+
+function removeAll() {
+  for (const dir of dirs.values()) removeInitDir(dir);
+  dirs.clear();
+}
+
+function removeInitDir(dir) {
+  if (dir === null) return;
+  try {
+    fs.unlinkSync(path.join(dir, "ks-init"));
+  } catch {
+    // already gone, or never copied
+  }
+  try {
+    fs.rmdirSync(dir);
+  } catch {
+    fs.rmSync(dir, { recursive: true, force: true });
   }
 }
 
-async function removeInitDir(dir) {
-  if (dir !== null) await fs.promises.rm(dir, { recursive: true, force: true }).catch(() => {});
+/** Our own kern-init-PID-* directories whose process is gone. */
+function removeStaleDirs(tmpdir) {
+  const uid = typeof process.getuid === "function" ? process.getuid() : -1;
+  for (const name of fs.readdirSync(tmpdir)) {
+    const m = /^kern-init-(\d+)-[A-Za-z0-9]{6}$/.exec(name);
+    if (m === null || Number(m[1]) === process.pid) continue;
+    const dir = path.join(tmpdir, name);
+    try {
+      if (fs.lstatSync(dir).uid !== uid) continue;
+      process.kill(Number(m[1]), 0); // alive (or not ours to signal): leave it
+    } catch (e) {
+      if (e.code === "ESRCH") removeInitDir(dir);
+    }
+  }
 }
 
 /** The box command that runs `command` under the init, started now. */
@@ -100,5 +145,5 @@ function specFrame(kind, { command, code }) {
   return frame(SPEC_ARGV, Buffer.from(command.map((a) => `${a}\0`).join(""), "utf8"));
 }
 
-module.exports = { BOX_DIR, BOX_PATH, INIT_BINARY, REPORT_EXITED, REPORT_SIGNALED, makeInitDir,
-  removeInitDir, coldCommand, waitingCommand, specFrame };
+module.exports = { BOX_DIR, BOX_PATH, INIT_BINARY, REPORT_EXITED, REPORT_SIGNALED, initDir,
+  coldCommand, waitingCommand, specFrame };

@@ -8,4 +8,8 @@
 // 0.1.1's argv): the equality table (test/41) compares the two.
 const ENGINE = Symbol("kern-sandbox.engine");
 
-module.exports = { ENGINE };
+// sbx[POOL_STATS]() -> { prewarmedRuns, ready } for the open session, or
+// null: how many calls ran in a prewarmed box, and how many wait.
+const POOL_STATS = Symbol("kern-sandbox.poolStats");
+
+module.exports = { ENGINE, POOL_STATS };

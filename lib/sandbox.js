@@ -22,7 +22,7 @@ const { checkRelPath } = require("./paths");
 const snapshots = require("./snapshot");
 const init = require("./init");
 const { Pool, IDLE_MS } = require("./pool");
-const { ENGINE } = require("./internal");
+const { ENGINE, POOL_STATS } = require("./internal");
 
 const INLINE_CODE_MAX = 128 * 1024; // longer code goes through a workspace file (ARG_MAX)
 const READ_MAX = 2 ** 31 - 1; // what Node's own fs.readFile accepts
@@ -168,7 +168,7 @@ class Sandbox {
         throw new SandboxError(`the kern binary ${JSON.stringify(this.#kern)} lies inside the ` +
           "workspace, where a box could replace it");
       held.kernFd = openKern(this.#kern);
-      held.initDir = this.#engine === "init" ? await init.makeInitDir(os.tmpdir()) : null;
+      held.initDir = this.#engine === "init" ? init.initDir(os.tmpdir()) : null;
       try {
         held.rootfd = binding.wsOpen(ws, own);
         const watch = o.trackFiles ? binding.wsWatch(held.rootfd) : null;
@@ -179,7 +179,6 @@ class Sandbox {
     } catch (e) {
       if (held.rootfd >= 0) binding.wsClose(held.rootfd);
       if (held.kernFd >= 0) binding.wsClose(held.kernFd);
-      if (held.initDir) await init.removeInitDir(held.initDir);
       if (own) await fs.promises.rmdir(ws).catch(() => {});
       throw e;
     }
@@ -300,9 +299,9 @@ class Sandbox {
       command: init.waitingCommand(kind, o.apparmor), initDir: st.initDir,
     });
     const parkKey = newCancelKey();
-    binding.run(this.#kern, argv, st.kernEnvFor(o.enforceLimits), envFile, st.tmpdir,
-      [this.#kern, "stop", name], timeoutS * 1000, o.maxOutputBytes, null, null, null, st.group,
-      st.kernFd, 0, { earlyCap: -1, spec: null, parkKey, claimKey: 0 });
+    st.trackParked(binding.run(this.#kern, argv, st.kernEnvFor(o.enforceLimits), envFile,
+      st.tmpdir, [this.#kern, "stop", name], timeoutS * 1000, o.maxOutputBytes, null, null, null,
+      st.group, st.kernFd, 0, { earlyCap: -1, spec: null, parkKey, claimKey: 0 }));
     return { parkKey, kind, key: this.#poolKey(o, flagsKey, envFile),
       backstopAt: Date.now() + (Math.ceil(timeoutS) + 5) * 1000 };
   }
@@ -395,6 +394,7 @@ class Sandbox {
       if (terms !== null && o.memoryMb !== null && raw.startedCount >= 2 && !raw.settledEarly)
         capBytes.set(terms.capKey, raw.started[1]); // a fact of this host and kern
       const { stdout, stderr } = raw; // decoded by the engine, without a copy for ASCII
+      if (raw.prewarmed) st.prewarmedRuns++;
       // Aborted before the call settled: it rejects, with what the box printed.
       if (signal !== null && signal.aborted) throw abortError(signal, { stdout, stderr });
       const exitCode = exitCodeOf(raw);
@@ -507,6 +507,13 @@ class Sandbox {
       throw sandboxErrorFromSystem(`cannot list ${JSON.stringify(subdir)}`, e);
     }
     return entries.map(([file, size]) => ({ path: file, size, change: "created" }));
+  }
+
+  /** For the project's tests and bench (lib/internal.js). */
+  [POOL_STATS]() {
+    const st = this.#s;
+    if (st === null || st.pool === null) return null;
+    return { prewarmedRuns: st.prewarmedRuns, ready: st.pool.ready.length };
   }
 
   /** Writes a .tar.gz checkpoint of the workspace to dest (opt-in, see README). */

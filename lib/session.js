@@ -18,6 +18,8 @@ let nextGroup = 1;
 
 // Watch closes still running on a worker thread (see #teardown).
 const watchCloses = new Set();
+// Prewarmed boxes of closed sessions, killed and not yet ended.
+const dyingParked = new Set();
 
 /** Settles once every session's inotify instance is closed (for tests that
  * count descriptors: close() no longer waits for it). */
@@ -25,7 +27,8 @@ async function watchClosesSettled() {
   while (watchCloses.size > 0) await Promise.allSettled([...watchCloses]);
   // And kerns still tearing down boxes whose calls settled at the init's
   // report (they hold descriptors and are children until they exit).
-  while (binding.tailBoxes() > 0) await new Promise((r) => setTimeout(r, 2));
+  // Polled on a timer: these ends hold no reference on the loop.
+  while (binding.tailBoxes() > 0 || dyingParked.size > 0) await new Promise((r) => setTimeout(r, 2));
 }
 
 /** A fresh cancellation key for one call's box. */
@@ -45,6 +48,8 @@ class Session {
     this.tmpdir = tmpdir; // for the env-file fallback, fixed when the session opens
     this.initDir = initDir; // the in-box init's private directory (lib/init.js), or null
     this.pool = null; // its prewarmed boxes (lib/pool.js), with an init
+    this.prewarmedRuns = 0; // calls that ran in one
+    this.parked = new Set(); // the engine's promises for them, settled when each ends
     this.group = nextGroup++;
     this.live = true; // calls may still start (the setup box included)
     this.ready = false; // setup is done: open() has resolved
@@ -83,6 +88,16 @@ class Session {
     }
   }
 
+  /** Holds a prewarm box's promise until the box ends (claimed, dropped,
+   * or killed with the session): teardown waits for those too. */
+  trackParked(p) {
+    const held = p.catch(() => {}).finally(() => {
+      this.parked.delete(held);
+      dyingParked.delete(held);
+    });
+    this.parked.add(held);
+  }
+
   /** Kills the session's boxes, waits for its calls, then removes the
    * workspace it created and closes its descriptors. Once; later calls get
    * the same promise. */
@@ -98,6 +113,10 @@ class Session {
     // swapping its directories for symlinks, while it is deleted.
     binding.cancelGroup(this.group); // prewarmed boxes too
     if (this.pool !== null) this.pool.close();
+    // Prewarmed boxes die with the group, and close() does not wait for
+    // them (their ends reach JS without holding the loop: awaiting one could
+    // let the process exit under us); the tests' census does.
+    for (const p of this.parked) dyingParked.add(p);
     await Promise.allSettled([...this.inflight]);
     // Every call has settled, and no later one can submit a box (the engine
     // is only asked while `live`): the engine may stop checking this group.
@@ -119,10 +138,7 @@ class Session {
       await fs.promises.rmdir(this.ws).catch(() => {});
     }
     this.closeKern(); // every box holds its own copy of it
-    // Every box of the session is dead (kern may still be tearing one down,
-    // which needs none of it): the init's directory goes too.
-    if (this.initDir !== null) await require("./init").removeInitDir(this.initDir);
-    this.initDir = null;
+    this.initDir = null; // the process's, kept for its other sessions (lib/init.js)
     this.closing = true;
     this.#releaseRootIfIdle();
   }

@@ -43,8 +43,7 @@ describe("run", function () {
       const r = await runCode("console.log([1,2,3].map(x => x * x))",
         { image: "node:20-slim", language: "node" });
       assert.strictEqual(r.stdout, "[ 1, 4, 9 ]\n");
-      const argv = lastBoxArgv();
-      assert.deepStrictEqual(argv.slice(argv.indexOf("--") + 1),
+      assert.deepStrictEqual(h.boxCommand(lastBoxArgv()),
         ["node", "-e", "console.log([1,2,3].map(x => x * x))"]);
     });
 
@@ -165,8 +164,7 @@ describe("run", function () {
       const code = `x = "${"a".repeat(140 * 1024)}"\nprint(len(x))\n`;
       const r = await sbx.runCode(code);
       assert.strictEqual(r.stdout, `${140 * 1024}\n`);
-      const argv = lastBoxArgv();
-      const cmd = argv.slice(argv.indexOf("--") + 1);
+      const cmd = h.boxCommand(lastBoxArgv());
       assert.strictEqual(cmd.length, 2);
       assert.match(cmd[1], /^\/workspace\/\.cell-[0-9a-f]+\.py$/);
       assert.deepStrictEqual(await sbx.listFiles(), []);
@@ -425,7 +423,7 @@ describe("run", function () {
       const err = await withSandbox({ setup: "pip install --no-index ks-no-such-package" },
         async () => null).catch((e) => e);
       const argv = lastBoxArgv();
-      const cmd = argv.slice(argv.indexOf("--") + 1);
+      const cmd = h.boxCommand(argv);
       assert.strictEqual(cmd[0], "sh");
       assert.match(cmd[2],
         /^pip install --target \/workspace\/\.deps --no-cache-dir .* --no-index ks-no-such-package$/);

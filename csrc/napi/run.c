@@ -28,6 +28,9 @@ struct ks__run {
   napi_ref cb[2];
   _Atomic size_t queued_bytes;
   _Atomic uint64_t dropped_chunks;
+  /* A prewarm box's run: not counted in runs_in_flight, so an idle box
+   * never keeps the process alive. */
+  bool parked;
   /* Non-ASCII output decoded before the JS thread sees it (ks__on_done). */
   struct ks_text text[2];
   bool decoded[2];
@@ -157,10 +160,6 @@ static void ks__on_done(void *ctx, struct ks_box *box) {
   struct ks__run *run = ks_box_user(box);
   struct ks__msg *msg;
 
-  if (run == NULL) { /* a prewarm box that ended unclaimed: nobody waits for it */
-    ks_box_free(box);
-    return;
-  }
   msg = run->done;
 
   ks__decode_output(run, box);
@@ -290,7 +289,8 @@ static napi_value ks__result_object(napi_env env, struct ks__run *run, struct ks
       !ks_napi_set(env, obj, "reportValue", res->reported ? ks__number(env, res->report_value)
                                                           : ks__null(env)) ||
       !ks_napi_set(env, obj, "settledEarly", ks__bool(env, res->settled_early)) ||
-      !ks_napi_set(env, obj, "prewarmed", ks__bool(env, res->prewarmed)))
+      !ks_napi_set(env, obj, "prewarmed", ks__bool(env, res->prewarmed)) ||
+      !ks_napi_set(env, obj, "claimed", ks__bool(env, res->claimed)))
     return NULL;
   if (ks_box_request_scans(box) && res->scan_errnum == 0) {
     napi_value files = ks_napi_changes_value(env, res->changes, res->nchanges);
@@ -364,7 +364,7 @@ static void ks__call_js(napi_env env, napi_value js_cb, void *context, void *dat
   }
   if (env != NULL) {
     ks__settle(env, msg->run, msg->box);
-    if (--addon->runs_in_flight == 0)
+    if (!msg->run->parked && --addon->runs_in_flight == 0)
       (void) napi_unref_threadsafe_function(env, addon->tsfn);
   }
   ks__run_free(env, msg->run);
@@ -420,8 +420,9 @@ static int ks__ensure_supervisor(napi_env env, struct ks_addon *addon, struct ks
  * 0 for none.
  * init: null (argv runs the workload itself, as 0.1.1), or the in-box init's
  * terms: { earlyCap: -1..255, spec: Buffer | null, parkKey, claimKey }
- * (ks_box_request). With parkKey the box is started and parked: no promise,
- * nothing keeps the process alive, cancelGroup(parkKey) recycles it. ------- */
+ * (ks_box_request). With parkKey the box is started and parked; its promise
+ * settles when it ends ({ claimed: true } once a call took it over), and
+ * holds no reference on the loop; dropParked(parkKey) recycles it. -------- */
 
 static napi_value ks__prop(napi_env env, napi_value obj, const char *name) {
   napi_value v = NULL;
@@ -621,30 +622,6 @@ static bool ks__get_request(napi_env env, napi_value *argv, struct ks_box_reques
   return true;
 }
 
-/* A prewarm box: submitted with no run, so no promise and no reference on
- * the TSFN (an idle prewarmed box never keeps the process alive). */
-static napi_value ks__prewarm(napi_env env, struct ks_addon *addon, struct ks_box_request *req) {
-  struct ks_box *box;
-  struct ks_err err;
-
-  req->stream[KS_STDOUT] = req->stream[KS_STDERR] = false;
-  ks_err_clear(&err);
-  if (ks__ensure_supervisor(env, addon, &err) < 0) {
-    ks_box_request_free(req);
-    ks_napi_throw_system(env, &err);
-    return NULL;
-  }
-  box = ks_box_new(req, NULL);
-  if (box == NULL) {
-    ks_box_request_free(req);
-    napi_throw_error(env, "ENOMEM", "kern-sandbox: out of memory");
-    return NULL;
-  }
-  if (ks_sup_submit(addon->sup, box) < 0)
-    ks_box_free(box);
-  return NULL;
-}
-
 static napi_value ks__run(napi_env env, napi_callback_info info) {
   size_t argc = 15;
   napi_value argv[15];
@@ -663,8 +640,6 @@ static napi_value ks__run(napi_env env, napi_callback_info info) {
   }
   if (!ks__get_request(env, argv, &req))
     goto fail;
-  if (req.park_key != 0)
-    return ks__prewarm(env, addon, &req);
 
   run = calloc(1, sizeof *run);
   if (run == NULL) {
@@ -672,6 +647,7 @@ static napi_value ks__run(napi_env env, napi_callback_info info) {
     goto fail;
   }
   run->addon = addon;
+  run->parked = req.park_key != 0;
   run->done = malloc(sizeof *run->done);
   if (run->done == NULL) {
     napi_throw_error(env, "ENOMEM", "kern-sandbox: out of memory");
@@ -700,7 +676,7 @@ static napi_value ks__run(napi_env env, napi_callback_info info) {
     ks__run_free(env, run);
     return promise;
   }
-  if (addon->runs_in_flight++ == 0)
+  if (!run->parked && addon->runs_in_flight++ == 0)
     (void) napi_ref_threadsafe_function(env, addon->tsfn);
   return promise;
 

@@ -40,19 +40,41 @@ function stateDir() {
 }
 
 /** The argv the double recorded for box NAME, or of the last box started. */
-function recordedArgv(name) {
+function readArgv(dir, name) {
+  return fs.readFileSync(path.join(dir, `${name}.argv`), "utf8").split("\0").slice(0, -1);
+}
+
+/** Whether a recorded box was a prewarm box (its init waiting for a call). */
+function isPrewarmBox(argv) {
+  const cmd = argv.slice(argv.indexOf("--") + 1);
+  return /\/ks-init$/.test(cmd[0] ?? "") && cmd.includes("--wait");
+}
+
+/** The kern argv of the box started last (or of the box called name);
+ * prewarm boxes, started ahead of calls, are passed over unless asked for
+ * with { prewarm: true }. */
+function recordedArgv(name, { prewarm = false } = {}) {
   const dir = stateDir();
   if (!name) {
     // By the double's CLOCK_MONOTONIC stamp, not mtime: mtimes tick every
     // few ms, so two boxes run back to back can share one.
     const boxes = fs.readdirSync(dir).filter((f) => f.endsWith(".argv")).map((f) => f.slice(0, -".argv".length))
       .map((box) => ({ box, t: BigInt(fs.readFileSync(path.join(dir, `${box}.started`), "utf8")) }))
-      .sort((a, b) => (a.t < b.t ? 1 : a.t > b.t ? -1 : 0));
+      .sort((a, b) => (a.t < b.t ? 1 : a.t > b.t ? -1 : 0))
+      .filter(({ box }) => prewarm || !isPrewarmBox(readArgv(dir, box)));
     if (boxes.length === 0) throw new Error("no box recorded");
     name = boxes[0].box;
   }
-  const raw = fs.readFileSync(path.join(dir, `${name}.argv`), "utf8");
-  return raw.split("\0").slice(0, -1);
+  return readArgv(dir, name);
+}
+
+/** The workload's argv in a kern argv: what follows `--`, past the in-box
+ * init's own `ks-init [flags] --exec --` when the box runs one. */
+function boxCommand(argv) {
+  const cmd = argv.slice(argv.indexOf("--") + 1);
+  if (!/\/ks-init$/.test(cmd[0] ?? "")) return cmd;
+  const sep = cmd.indexOf("--");
+  return sep < 0 ? [] : cmd.slice(sep + 1);
 }
 
 function clearState() {
@@ -257,7 +279,7 @@ function cleanup() {
 }
 
 module.exports = {
-  repo, testRoot, fakeKern, stateDir, recordedArgv, clearState, tmpDir, children,
+  repo, testRoot, fakeKern, stateDir, recordedArgv, boxCommand, isPrewarmBox, clearState, tmpDir, children,
   processes, processesUsing, processesWith, processesIn, openFds, sleep, waitFor, skip, cleanup,
   addonFlavour, childAddonFlavour, underSanitizer, startWait, jsBound, killAll, mountTmpfs, umount, have, exitOf, closeOf, firstOutput, note, privateKern,
 };

@@ -103,6 +103,8 @@ struct ks_box {
   bool ctl_out;               /* ctl is watched for EPOLLOUT too */
   bool settle_early;          /* the report came: settle at the sweep, after the
                                * batch (later events of it may name this box) */
+  uint64_t forget;            /* nonzero: not a box but ks_sup_forget_group's
+                               * marker in the pending list (see there) */
 };
 
 /* A kern still tearing down a box whose call settled at the init's report:
@@ -158,6 +160,7 @@ struct ks_sup {
   uint64_t *cancelled;         /* cancelled groups, guarded by lock */
   size_t ncancelled;           /* guarded by lock */
   size_t cancelled_cap;        /* guarded by lock */
+  size_t forgets_pending;      /* forget markers queued, guarded by lock */
   uint64_t *drops;             /* park keys to recycle, guarded by lock */
   size_t ndrops;               /* guarded by lock */
   size_t drops_cap;            /* guarded by lock */
@@ -491,8 +494,6 @@ static void ks__report_spawn_failure(struct ks_sup *sup, struct ks_box *box,
                                      const struct ks_err *err) {
   box->res.spawn_errnum = err->errnum;
   box->res.spawn_syscall = err->syscall;
-  if (box->req.park_key != 0)
-    ks_sup_forget_group(sup, box->req.park_key);
   /* Through the scan thread: the call it began must end there. */
   ks__after_box(sup, box);
 }
@@ -513,6 +514,8 @@ static int ks__pipe_nonblocking_read(int fds[2], struct ks_err *err) {
 
 static bool ks__adopt_parked(struct ks_sup *sup, struct ks_box *box);
 static void ks__send_spec(struct ks_sup *sup, struct ks_box *box);
+
+static void ks__forget_now(struct ks_sup *sup, struct ks_box *marker);
 
 static void ks__spawn_box(struct ks_sup *sup, struct ks_box *box) {
   int pipes[KS__BOX_PIPES][2];
@@ -867,7 +870,9 @@ static bool ks__adopt_parked(struct ks_sup *sup, struct ks_box *box) {
   box->deadline_ns = now + box->req.timeout_ns;
   box->res.prewarmed = true;
   ks__live_unlink(sup, p);
-  ks_box_free(p);
+  p->res.claimed = true; /* its own run settles now, with nothing of its own */
+  p->res.status_known = false;
+  ks__after_box(sup, p);
   ks__live_link(sup, box);
   ks__send_spec(sup, box);
   return true;
@@ -1062,8 +1067,6 @@ static void ks__finish_box(struct ks_sup *sup, struct ks_box *box, struct ks__st
   ks__watch_close(sup, &box->ctl);
   if (box->res.reported)
     ks__usage_from_report(box);
-  if (box->req.park_key != 0) /* a recycled prewarm box: its key is done */
-    ks_sup_forget_group(sup, box->req.park_key);
   ks__live_unlink(sup, box);
   ks__queue_stop(sup, box, stops);
   ks__after_box(sup, box);
@@ -1200,8 +1203,12 @@ static void ks__teardown(struct ks_sup *sup, struct ks_box *pending) {
   while (pending != NULL) {
     struct ks_box *next = pending->next;
     struct ks_err err;
-    ks_err_set(&err, ECANCELED, "spawn", NULL);
-    ks__report_spawn_failure(sup, pending, &err);
+    if (pending->forget != 0) {
+      free(pending);
+    } else {
+      ks_err_set(&err, ECANCELED, "spawn", NULL);
+      ks__report_spawn_failure(sup, pending, &err);
+    }
     pending = next;
   }
   /* Every kern and helper is killed first, then each is reaped within one
@@ -1276,7 +1283,10 @@ static void *ks__sup_main(void *arg) {
     while (pending != NULL) {
       struct ks_box *next = pending->next;
       pending->next = NULL;
-      ks__spawn_box(sup, pending);
+      if (pending->forget != 0)
+        ks__forget_now(sup, pending);
+      else
+        ks__spawn_box(sup, pending);
       pending = next;
     }
     ks__sweep(sup, ks__now_ns());
@@ -1479,8 +1489,8 @@ int ks_sup_drop_parked(struct ks_sup *sup, uint64_t key) {
   return 0;
 }
 
-void ks_sup_forget_group(struct ks_sup *sup, uint64_t group) {
-  pthread_mutex_lock(&sup->lock);
+/* Drops every entry of a group from the cancelled list. With the lock held. */
+static void ks__forget_locked(struct ks_sup *sup, uint64_t group) {
   /* Every entry: a group can be cancelled twice (close() during open()
    * cancels the setup box's group, then the failed open()'s teardown does
    * again), and one left behind would be checked by every sweep forever. */
@@ -1490,7 +1500,39 @@ void ks_sup_forget_group(struct ks_sup *sup, uint64_t group) {
     else
       i++;
   }
+}
+
+static void ks__forget_now(struct ks_sup *sup, struct ks_box *marker) {
+  pthread_mutex_lock(&sup->lock);
+  ks__forget_locked(sup, marker->forget);
+  sup->forgets_pending--;
   pthread_mutex_unlock(&sup->lock);
+  free(marker);
+}
+
+/* The group is forgotten once the supervisor has taken in every box
+ * submitted before this call: a marker queued behind them does it. Forgotten
+ * at once, a group whose prewarm box was still queued would let that box
+ * start after its session was closed, and park for good. */
+void ks_sup_forget_group(struct ks_sup *sup, uint64_t group) {
+  struct ks_box *marker = calloc(1, sizeof *marker);
+
+  pthread_mutex_lock(&sup->lock);
+  if (marker == NULL || sup->stopping) {
+    ks__forget_locked(sup, group);
+    pthread_mutex_unlock(&sup->lock);
+    free(marker);
+    return;
+  }
+  marker->forget = group;
+  if (sup->pending_tail != NULL)
+    sup->pending_tail->next = marker;
+  else
+    sup->pending_head = marker;
+  sup->pending_tail = marker;
+  sup->forgets_pending++;
+  pthread_mutex_unlock(&sup->lock);
+  ks__wake(sup);
 }
 
 size_t ks_sup_live_boxes(struct ks_sup *sup) { return atomic_load(&sup->live_count); }
@@ -1500,7 +1542,8 @@ size_t ks_sup_tails(struct ks_sup *sup) { return atomic_load(&sup->tail_count); 
 size_t ks_sup_cancelled_groups(struct ks_sup *sup) {
   size_t n;
   pthread_mutex_lock(&sup->lock);
-  n = sup->ncancelled;
+  /* A group whose forget is queued counts as forgotten. */
+  n = sup->ncancelled > sup->forgets_pending ? sup->ncancelled - sup->forgets_pending : 0;
   pthread_mutex_unlock(&sup->lock);
   return n;
 }

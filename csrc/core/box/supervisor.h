@@ -54,8 +54,9 @@ struct ks_box_request {
   char *spec;       /* a spec frame for a waiting init (a claimed box), or NULL */
   size_t spec_len;
   uint64_t park_key;  /* nonzero: a prewarm box: start it and park it under this
-                       * key, with no call (no user, no deadline); cancel the key
-                       * to recycle it */
+                       * key, with no call and no deadline, until a claim takes
+                       * it over (it then ends as `claimed`) or it is dropped
+                       * (ks_sup_drop_parked) or its group cancelled */
   uint64_t claim_key; /* nonzero: run in the parked box of this key if it is
                        * still there (sending spec), else start argv cold */
 };
@@ -78,6 +79,7 @@ struct ks_box_result {
   int report_value;
   bool settled_early;          /* settled at the report; kern's teardown ran on */
   bool prewarmed;              /* ran in a box started ahead (a claim that found it) */
+  bool claimed;                /* a prewarm box that a call took over: nothing else here */
   /* The files the box created or modified (requests with scan_rootfd). */
   int scan_errnum;             /* nonzero: no change list (e.g. -E2BIG) */
   struct ks_ws_change *changes;
