@@ -14,6 +14,7 @@ const EXIT_SIGTERM = 128 + SIGTERM;
 const EXIT_SIGSYS = 128 + SIGSYS;
 const STARTED_BYTE = 0x01;
 const MEMORY_ENFORCED = 1;
+const REPORT_EXITED = 1; // csrc/init/protocol.h KS_INIT_EXITED
 
 // kern binaries seen writing the started bytes: for those, silence on the
 // started fd is itself proof that the box never existed.
@@ -88,8 +89,13 @@ function classify(raw, ctx) {
     return fault("escape_blocked", "the seccomp filter blocked a system call (SIGSYS)");
   if (rc === EXIT_SIGKILL || raw.signal === SIGKILL) {
     // Outside our own deadline (decided above). kern's exit status cannot
-    // tell a workload's own exit(137) from a SIGKILL: with the cap enforced,
-    // a SIGKILL is taken to be the OOM killer's.
+    // tell a workload's own exit(137) from a SIGKILL, but the in-box init's
+    // report can: a workload that chose 137 was not killed by anything.
+    if (raw.reportEnd === REPORT_EXITED) {
+      return killed(false, "the workload exited with status 137 itself (no SIGKILL); " +
+        "not attributed to memory");
+    }
+    // Without it, with the cap enforced, a SIGKILL is taken to be the OOM killer's.
     const cap = boxRan && raw.startedCount >= 2 ? raw.started[1] : null;
     if (cap === MEMORY_ENFORCED) {
       return killed(true, "the box was killed (SIGKILL) with its memory cap enforced: out of " +

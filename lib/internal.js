@@ -12,4 +12,8 @@ const ENGINE = Symbol("kern-sandbox.engine");
 // null: how many calls ran in a prewarmed box, and how many wait.
 const POOL_STATS = Symbol("kern-sandbox.poolStats");
 
-module.exports = { ENGINE, POOL_STATS };
+// new Sandbox({ [POOL_IDLE_MS]: ms }): the pool's idle limit (lib/pool.js),
+// shortened by the tests that watch it empty.
+const POOL_IDLE_MS = Symbol("kern-sandbox.poolIdleMs");
+
+module.exports = { ENGINE, POOL_STATS, POOL_IDLE_MS };

@@ -14,8 +14,9 @@ const IDLE_MS = 120 * 1000; // past this without a call, the pool holds nothing
 class Pool {
   /** start(kind): submits one prewarm box with the options the public
    * fields say now, returning { parkKey, key, kind, backstopAt } or null. */
-  constructor(start) {
+  constructor(start, idleMs = IDLE_MS) {
     this.start = start;
+    this.idleMs = idleMs;
     this.ready = []; // boxes started and not yet claimed
     this.kind = "python";
     this.timer = null;
@@ -56,7 +57,7 @@ class Pool {
     this.timer = setTimeout(() => {
       this.timer = null;
       for (const b of [...this.ready]) this.#drop(b);
-    }, IDLE_MS);
+    }, this.idleMs);
     this.timer.unref(); // an idle pool never keeps the process alive
   }
 

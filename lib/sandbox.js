@@ -22,7 +22,7 @@ const { checkRelPath } = require("./paths");
 const snapshots = require("./snapshot");
 const init = require("./init");
 const { Pool, IDLE_MS } = require("./pool");
-const { ENGINE, POOL_STATS } = require("./internal");
+const { ENGINE, POOL_STATS, POOL_IDLE_MS } = require("./internal");
 
 const INLINE_CODE_MAX = 128 * 1024; // longer code goes through a workspace file (ARG_MAX)
 const READ_MAX = 2 ** 31 - 1; // what Node's own fs.readFile accepts
@@ -71,12 +71,14 @@ class Sandbox {
   #closes = 0; // close() calls so far: an open() that sees this change was closed meanwhile
   #capWarnings; // false only for doctor()'s probe (lib/warnings.js)
   #engine; // "init" (the in-box init, lib/init.js) or "direct" (0.1.1's argv, for tests)
+  #idleMs; // the pool's idle limit
 
   constructor(opts = {}) {
     const o = normalizeOptions(opts);
     this.#o = o;
     this.#capWarnings = !(opts && opts[NO_CAP_WARNING] === true);
     this.#engine = opts && opts[ENGINE] === "direct" ? "direct" : "init";
+    this.#idleMs = opts && typeof opts[POOL_IDLE_MS] === "number" ? opts[POOL_IDLE_MS] : IDLE_MS;
     // The public fields the reference exposes, with its defaults.
     this.image = o.image;
     this.setup = o.setup;
@@ -183,7 +185,7 @@ class Sandbox {
       throw e;
     }
     if (st.initDir !== null)
-      st.pool = new Pool((kind) => this.#startPrewarmed(st, kind));
+      st.pool = new Pool((kind) => this.#startPrewarmed(st, kind), this.#idleMs);
     st.kernEnvFor(o.enforceLimits);
     this.#s = st;
     const closedMeanwhile = () => this.#closes !== closes;

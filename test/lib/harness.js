@@ -108,6 +108,12 @@ function processes() {
   return out;
 }
 
+/** User and system CPU clock ticks a process has used (0 once it is gone). */
+function cpuTicks(pid) {
+  const st = procfs.readStat(pid);
+  return st === null ? 0 : st.cpuTicks;
+}
+
 /** Processes whose parent is this process, with their state letter. */
 function children() {
   return processes().filter((p) => p.ppid === process.pid).map(({ pid, state }) => ({ pid, state }));
@@ -279,7 +285,7 @@ function cleanup() {
 }
 
 module.exports = {
-  repo, testRoot, fakeKern, stateDir, recordedArgv, boxCommand, isPrewarmBox, clearState, tmpDir, children,
+  repo, testRoot, fakeKern, stateDir, recordedArgv, boxCommand, isPrewarmBox, cpuTicks, clearState, tmpDir, children,
   processes, processesUsing, processesWith, processesIn, openFds, sleep, waitFor, skip, cleanup,
   addonFlavour, childAddonFlavour, underSanitizer, startWait, jsBound, killAll, mountTmpfs, umount, have, exitOf, closeOf, firstOutput, note, privateKern,
 };

@@ -16,7 +16,7 @@ function readStat(pid) {
   }
   const f = text.slice(text.lastIndexOf(")") + 2).split(" ");
   return { state: f[0], ppid: Number(f[1]), pgrp: Number(f[2]), sid: Number(f[3]),
-    startTicks: Number(f[19]) };
+    startTicks: Number(f[19]), cpuTicks: Number(f[11]) + Number(f[12]) };
 }
 
 /** The pids listed in /proc now. */

@@ -1280,16 +1280,25 @@ static void *ks__sup_main(void *arg) {
       ks__teardown(sup, pending);
       return NULL;
     }
+    struct ks_box *forgets = NULL;
     while (pending != NULL) {
       struct ks_box *next = pending->next;
       pending->next = NULL;
-      if (pending->forget != 0)
-        ks__forget_now(sup, pending);
-      else
+      if (pending->forget != 0) {
+        pending->next = forgets;
+        forgets = pending;
+      } else {
         ks__spawn_box(sup, pending);
+      }
       pending = next;
     }
     ks__sweep(sup, ks__now_ns());
+    /* Only after the sweep: it is what kills the group's live boxes. */
+    while (forgets != NULL) {
+      struct ks_box *next = forgets->next;
+      ks__forget_now(sup, forgets);
+      forgets = next;
+    }
   }
 }
 

@@ -1,0 +1,356 @@
+"use strict";
+
+// Issue 16 against the double: the in-box init and its channel (E1, E2),
+// prewarmed boxes (E3, E4), their lifetimes and the leak census. The
+// equality of results is test/41's; real-kern figures are in bench/ and
+// test/integration/fast-boxes.test.js.
+const assert = require("assert");
+const crypto = require("crypto");
+const path = require("path");
+const { spawn } = require("child_process");
+const h = require("./lib/harness");
+const { Sandbox } = require("../lib");
+const binding = require("../lib/binding");
+const { POOL_STATS, POOL_IDLE_MS } = require("../lib/internal");
+const { watchClosesSettled } = require("../lib/session");
+
+const ready = () => h.sleep(150); // a prewarm box of the double boots in ~50 ms
+const runs = (s) => s[POOL_STATS]().prewarmedRuns;
+
+/** kern processes of the double whose argv carries marker (as its image). */
+function kernsWith(marker) {
+  return h.processes().filter((p) => p.argv.includes(marker) && p.state !== "Z");
+}
+
+describe("fast boxes (issue 16)", function () {
+  describe("the in-box init and its channel", function () {
+    it("E1: the workload cannot reach the init's channel: no path, /proc of the init closed " +
+      "(positive control: its own /proc/self/fd reads)", async function () {
+      const s = await new Sandbox({ prewarm: 0 }).open();
+      try {
+        const r = await s.runCode([
+          "import os",
+          "print(open('/proc/self/status').read().split('CapEff:')[1].split()[0], flush=True)",
+          "print(len(os.listdir('/proc/self/fd')) > 0)",
+          "try:",
+          "    os.listdir('/proc/%d/fd' % os.getppid())",
+          "    print('open')",
+          "except PermissionError:",
+          "    print('closed')",
+          // Whatever it writes on every descriptor it has, its own exit stands.
+          "for fd in range(3, 256):",
+          "    try: os.write(fd, b'KSR1' + bytes(36))",
+          "    except OSError: pass",
+          "raise SystemExit(9)",
+        ].join("\n"));
+        assert.strictEqual(r.stdout, "True\nclosed\n");
+        assert.strictEqual(r.exitCode, 9);
+        assert.strictEqual(r.fault, null);
+      } finally {
+        await s.close();
+      }
+    });
+
+    it("E1: a workload that can take the channel anyway (all capabilities, pidfd_getfd) gains " +
+      "only what its exit code gives: the result says what it forged, and the box is killed",
+    async function () {
+      if (process.getuid() !== 0) return h.skip(this, "needs root for CAP_SYS_PTRACE in the double");
+      const marker = `forge-${crypto.randomBytes(4).toString("hex")}`;
+      const s = await new Sandbox({ prewarm: 0, capDrop: [], image: marker }).open();
+      try {
+        const r = await s.runCode([
+          "import ctypes, os, struct, sys, time",
+          "libc = ctypes.CDLL(None, use_errno=True)",
+          "pidfd = libc.syscall(434, os.getppid(), 0)",
+          "if pidfd < 0: print('no pidfd_open'); sys.exit(77)",
+          "for n in range(10, 64):",
+          "    fd = libc.syscall(438, pidfd, n, 0)",
+          "    if fd >= 0 and os.readlink('/proc/self/fd/%d' % fd).startswith('socket:'):",
+          "        os.write(fd, struct.pack('IIiIQQQ', 0x3152534b, 1, 42, 0, 0, 0, 0))",
+          "        break",
+          "else:",
+          "    print('no channel'); sys.exit(78)",
+          "print('forged', flush=True)",
+          "time.sleep(60)",
+        ].join("\n"), { timeoutS: 30 });
+        if (r.exitCode === 77 || r.exitCode === 78) return h.skip(this, r.stdout.trim());
+        // What it forged is what exit(42) would have given, nothing more.
+        assert.strictEqual(r.exitCode, 42);
+        assert.strictEqual(r.fault, null);
+        assert.strictEqual(r.stdout, "forged\n");
+        // And the box is not left running: killed once kern's grace passed.
+        assert.ok(await h.waitFor(() => kernsWith(marker).length === 0, 3000),
+          `left: ${kernsWith(marker).map((p) => p.pid)}`);
+      } finally {
+        await s.close();
+      }
+    });
+
+    it("E2: a workload that kills the init settles by kern's exit with the right fault, " +
+      "nothing left", async function () {
+      const s = await new Sandbox({ prewarm: 0 }).open();
+      try {
+        // In the double the init is the workload's parent (in a real box it
+        // is PID 1, which ignores the signal).
+        const r = await s.run(["sh", "-c", "kill -9 $PPID; sleep 1; echo after"]);
+        assert.strictEqual(r.exitCode, 137);
+        assert.strictEqual(r.fault.type, "killed");
+      } finally {
+        await s.close();
+      }
+      await watchClosesSettled();
+      assert.strictEqual(binding.liveBoxes(), 0);
+    });
+
+    it("the workload's rusage is its own: a busy loop's CPU, not kern's", async function () {
+      const s = await new Sandbox({ prewarm: 0 }).open();
+      try {
+        const r = await s.runCode("import time\nt = time.process_time()\nwhile time.process_time() - t < 0.2: pass");
+        assert.ok(r.usage.cpuUserMs + r.usage.cpuSystemMs >= 150, JSON.stringify(r.usage));
+        assert.ok(r.usage.maxRssKb > 1000 && r.usage.maxRssKb < 200 * 1024, JSON.stringify(r.usage));
+      } finally {
+        await s.close();
+      }
+    });
+
+    it("exit(137) is the workload's own, not a SIGKILL: killed, but never put down to memory",
+      async function () {
+        const s = await new Sandbox({ prewarm: 0 }).open();
+        try {
+          const r = await s.run(["sh", "-c", "exit 137"]);
+          assert.strictEqual(r.exitCode, 137);
+          assert.strictEqual(r.fault.type, "killed");
+          assert.strictEqual(r.fault.oom, false);
+          assert.match(r.fault.message, /exited with status 137 itself/);
+        } finally {
+          await s.close();
+        }
+      });
+  });
+
+  describe("prewarmed boxes", function () {
+    it("a session keeps one Python box ready before any call; the next call runs in it, and " +
+      "the pool holds the kind used last", async function () {
+      const s = await new Sandbox().open();
+      try {
+        await ready();
+        assert.strictEqual(s[POOL_STATS]().ready, 1);
+        assert.strictEqual((await s.runCode("print(6*7)")).stdout, "42\n");
+        assert.strictEqual(runs(s), 1);
+        await ready();
+        // A run() after Python: the ready box is Python's, so it starts cold...
+        assert.strictEqual((await s.run(["echo", "a"])).stdout, "a\n");
+        assert.strictEqual(runs(s), 1);
+        await ready();
+        // ... and the pool now holds a box for run().
+        assert.strictEqual((await s.run(["echo", "b"])).stdout, "b\n");
+        assert.strictEqual(runs(s), 2);
+      } finally {
+        await s.close();
+      }
+    });
+
+    it("E3: a call never runs in a box started with other options: env, image, memoryMb, " +
+      "network, timeoutS past the box's backstop, a per-call env", async function () {
+      const s = await new Sandbox().open();
+      try {
+        const check = async (what, change, expectStdout) => {
+          await ready();
+          const before = runs(s);
+          const undo = change();
+          const r = await s.runCode("import os; print(os.environ.get('KS_E3'))", undo.call);
+          assert.strictEqual(r.stdout, expectStdout, what);
+          assert.strictEqual(runs(s), before, `${what}: ran in a stale prewarmed box`);
+          const argv = h.recordedArgv();
+          if (undo.argvHas) assert.ok(undo.argvHas(argv), `${what}: ${argv.join(" ")}`);
+          if (undo.restore) undo.restore();
+        };
+        await check("env", () => {
+          s.env = { KS_E3: "new" };
+          return { restore: () => { s.env = null; } };
+        }, "new\n");
+        await check("image", () => {
+          s.image = "other:image";
+          return { argvHas: (a) => a.includes("other:image"), restore: () => { s.image = "python:3.12-slim"; } };
+        }, "None\n");
+        await check("memoryMb", () => {
+          s.memoryMb = 256;
+          return { argvHas: (a) => a.includes("256m"), restore: () => { s.memoryMb = 512; } };
+        }, "None\n");
+        await check("network", () => {
+          s.network = true;
+          return { argvHas: (a) => a.includes("--net"), restore: () => { s.network = false; } };
+        }, "None\n");
+        await check("a timeoutS past the backstop", () => ({ call: { timeoutS: 100000 } }), "None\n");
+        await check("a per-call env", () => ({ call: { env: { KS_E3: "call" } } }), "call\n");
+        // Positive control: with the options as they were, the ready box is used.
+        await ready();
+        const before = runs(s);
+        assert.strictEqual((await s.runCode("print(1)")).stdout, "1\n");
+        assert.strictEqual(runs(s), before + 1);
+      } finally {
+        await s.close();
+      }
+    });
+
+    it("E3: files written after the box started are there for the call (the workspace is " +
+      "mounted, not copied)", async function () {
+      const s = await new Sandbox().open();
+      try {
+        await ready();
+        await s.writeFile("late.py", "V = 'late'\n");
+        const r = await s.runCode("import late; print(late.V)");
+        assert.strictEqual(r.stdout, "late\n");
+        assert.strictEqual(runs(s), 1);
+      } finally {
+        await s.close();
+      }
+    });
+
+    it("E4: a prewarmed box serves one call: 40 calls, 40 fresh interpreters", async function () {
+      const s = await new Sandbox().open();
+      try {
+        const seen = [];
+        for (let i = 0; i < 40; i++) {
+          if (i % 4 === 0) await ready();
+          const r = await s.runCode("import builtins\nprint(hasattr(builtins, 'ks_seen'))\nbuiltins.ks_seen = 1");
+          seen.push(r.stdout);
+        }
+        assert.deepStrictEqual(seen, Array(40).fill("False\n"));
+        assert.ok(runs(s) >= 10, `prewarmed runs: ${runs(s)}`);
+      } finally {
+        await s.close();
+      }
+    });
+
+    it("back-to-back calls faster than the pool refills all succeed (each waits for no pool)",
+      async function () {
+        const s = await new Sandbox().open();
+        try {
+          const out = [];
+          for (let i = 0; i < 20; i++) out.push((await s.runCode(`print(${i})`)).stdout);
+          assert.deepStrictEqual(out, Array.from({ length: 20 }, (_, i) => `${i}\n`));
+        } finally {
+          await s.close();
+        }
+      });
+
+    it("what kern printed while the prewarmed box started belongs to the call that uses it",
+      async function () {
+        const s = await new Sandbox({ image: "fake:warn" }).open();
+        try {
+          await ready();
+          const warm = await s.runCode("print(1)");
+          assert.strictEqual(runs(s), 1);
+          const cold = await s.runCode("print(1)", { env: { X: "1" } }); // other options: cold
+          assert.strictEqual(runs(s), 1);
+          assert.ok(cold.stderr.length > 0, "positive control: kern says something at start");
+          assert.strictEqual(warm.stderr, cold.stderr);
+        } finally {
+          await s.close();
+        }
+      });
+
+    it("an idle pool is emptied after its idle limit, and refills at the next call",
+      async function () {
+        const s = await new Sandbox({ [POOL_IDLE_MS]: 300 }).open();
+        try {
+          await ready();
+          assert.strictEqual(s[POOL_STATS]().ready, 1);
+          const live = binding.liveBoxes();
+          await h.sleep(500);
+          assert.strictEqual(s[POOL_STATS]().ready, 0);
+          assert.ok(await h.waitFor(() => binding.liveBoxes() === live - 1, 2000));
+          assert.strictEqual((await s.runCode("print(2)")).stdout, "2\n");
+          await ready();
+          assert.strictEqual(s[POOL_STATS]().ready, 1);
+        } finally {
+          await s.close();
+        }
+      });
+
+    it("an idle prewarmed box uses no CPU", async function () {
+      const marker = `idle-${crypto.randomBytes(4).toString("hex")}`;
+      const s = await new Sandbox({ image: marker }).open();
+      try {
+        await h.sleep(300);
+        const kern = kernsWith(marker);
+        assert.strictEqual(kern.length, 1, "positive control: one prewarmed box");
+        const tree = h.processes().filter((p) => p.pid === kern[0].pid || p.ppid === kern[0].pid ||
+          h.processes().some((q) => q.pid === p.ppid && q.ppid === kern[0].pid));
+        const cpu = () => tree.reduce((n, p) => n + h.cpuTicks(p.pid), 0);
+        const t0 = cpu();
+        await h.sleep(1000);
+        assert.strictEqual(cpu() - t0, 0, "CPU ticks of an idle box over 1 s");
+      } finally {
+        await s.close();
+      }
+    });
+
+    it("a prewarmed box dies with close(): no kern of the session 500 ms later", async function () {
+      const marker = `close-${crypto.randomBytes(4).toString("hex")}`;
+      const s = await new Sandbox({ image: marker }).open();
+      await ready();
+      assert.strictEqual(kernsWith(marker).length, 1, "positive control: the box is up");
+      await s.close();
+      await h.sleep(500);
+      assert.deepStrictEqual(kernsWith(marker).map((p) => p.pid), []);
+    });
+
+    for (const [how, script] of [
+      ["process.exit()", "process.exit(0)"],
+      ["a SIGKILL of Node", "process.kill(process.pid, 'SIGKILL')"],
+    ]) {
+      it(`a prewarmed box dies with ${how}`, async function () {
+        this.timeout(h.startWait(15000));
+        const marker = `die-${crypto.randomBytes(4).toString("hex")}`;
+        const child = spawn(process.execPath, ["-e", `
+          const { Sandbox } = require(${JSON.stringify(h.repo)});
+          new Sandbox({ image: ${JSON.stringify(marker)} }).open().then(() => {
+            process.stdout.write("open\\n");
+            setTimeout(() => { ${script}; }, 400);
+            setInterval(() => {}, 1000);
+          });`], { stdio: ["ignore", "pipe", "inherit"] });
+        const exited = h.exitOf(child);
+        await h.firstOutput(child, exited);
+        assert.ok(await h.waitFor(() => kernsWith(marker).length === 1, 3000), "positive control");
+        await exited;
+        assert.ok(await h.waitFor(() => kernsWith(marker).length === 0, 2000),
+          `left: ${kernsWith(marker).map((p) => p.pid)}`);
+      });
+    }
+
+    it("leak census 0 after 300 mixed prewarmed calls with random aborts and closes",
+      async function () {
+        this.timeout(h.startWait(180000));
+        const fds = h.openFds().length;
+        let s = await new Sandbox().open();
+        let settled = 0;
+        for (let i = 0; i < 300; i++) {
+          const r = Math.random();
+          if (r < 0.1) {
+            await s.close();
+            s = await new Sandbox().open();
+            continue;
+          }
+          const ac = new AbortController();
+          const p = (r < 0.6 ? s.runCode(`print(${i})`, { signal: ac.signal })
+            : s.run(["sh", "-c", `echo ${i}`], { signal: ac.signal }));
+          if (r > 0.8) setTimeout(() => ac.abort(), Math.floor(Math.random() * 20));
+          await p.then(() => settled++, (e) => {
+            if (e.name !== "AbortError") throw e;
+            settled++;
+          });
+          if (i % 7 === 0) await h.sleep(30); // let the pool refill now and then
+        }
+        await s.close();
+        await watchClosesSettled();
+        assert.ok(settled > 200);
+        assert.ok(await h.waitFor(() => binding.liveBoxes() === 0 && binding.tailBoxes() === 0, 5000),
+          `live ${binding.liveBoxes()}, tails ${binding.tailBoxes()}`);
+        assert.ok(await h.waitFor(() => h.openFds().length === fds, 3000),
+          `descriptors: ${h.openFds().length} vs ${fds}`);
+        assert.strictEqual(binding.cancelledGroups(), 0);
+      });
+  });
+});
