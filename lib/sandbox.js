@@ -301,9 +301,13 @@ class Sandbox {
       command: init.waitingCommand(kind, o.apparmor), initDir: st.initDir,
     });
     const parkKey = newCancelKey();
-    st.trackParked(binding.run(this.#kern, argv, st.kernEnvFor(o.enforceLimits), envFile,
-      st.tmpdir, [this.#kern, "stop", name], timeoutS * 1000, o.maxOutputBytes, null, null, null,
-      st.group, st.kernFd, 0, { earlyCap: -1, spec: null, parkKey, claimKey: 0 }));
+    try {
+      st.trackParked(binding.run(this.#kern, argv, st.kernEnvFor(o.enforceLimits), envFile,
+        st.tmpdir, [this.#kern, "stop", name], timeoutS * 1000, o.maxOutputBytes, null, null,
+        null, st.group, st.kernFd, 0, { earlyCap: -1, spec: null, parkKey, claimKey: 0 }));
+    } catch {
+      return null; // the engine is shutting down (process.exit): no box ahead, calls start cold
+    }
     return { parkKey, kind, key: this.#poolKey(o, flagsKey, envFile),
       backstopAt: Date.now() + (Math.ceil(timeoutS) + 5) * 1000 };
   }

@@ -337,6 +337,14 @@ export interface SandboxOptions {
    * Defaults to `true`.
    */
   trackFiles?: boolean;
+  /**
+   * Addition to 0.1.1: how many boxes to keep started ahead of the calls, 0-16 (an integer).
+   * Each serves one call with the session's options as they were when it started (a call
+   * with other options starts its own box); the pool refills after each call with the kind
+   * of box used last (Python before any call) and empties after 2 minutes without a call.
+   * Read at each call. Defaults to `1` (`0` for the one-shot `runCode()`).
+   */
+  prewarm?: number;
 }
 
 /**

@@ -90,15 +90,23 @@ static void exec_failed(const char *cmd, int errnum, const char *apparmor) {
   _exit(errnum == EACCES ? 126 : 127);
 }
 
-/* Forks the workload: default signal dispositions and mask, a session of
- * its own (so its `kill 0` stays within it), code_fd on fd 3 if given. */
-static pid_t start_workload(char **argv, int code_fd, const char *apparmor) {
+/* Forks the workload with the signal dispositions kern gave the init, and
+ * code_fd on fd 3 if given. As PID 1 of the box it gets a session of its own
+ * (so its `kill 0` stays within it): the namespace ends everything at the
+ * end. Outside one (the test double) it stays in kern's process group, which
+ * the host kills at a deadline, and dies with the init. */
+static pid_t start_workload(char **argv, int code_fd, const char *apparmor, bool pid1) {
+  pid_t parent = getpid();
   pid_t pid = fork();
   if (pid != 0)
     return pid;
   for (size_t i = 0; i < NCHANGED; i++)
     (void) sigaction(changed_signals[i], &inherited[i], NULL);
-  (void) setsid();
+  if (pid1) {
+    (void) setsid();
+  } else if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent) {
+    _exit(KS_INIT_SETUP_FAILED);
+  }
   /* dup2 onto itself would keep close-on-exec: clear it instead. */
   if (code_fd == KS_INIT_CODE_FD ? fcntl(code_fd, F_SETFD, 0) < 0
       : code_fd >= 0 && dup2(code_fd, KS_INIT_CODE_FD) < 0)
@@ -244,6 +252,11 @@ int main(int argc, char **argv) {
   /* The channel leaves fd 0 before anything else can inherit it. */
   if (fstat(0, &st) == 0 && S_ISSOCK(st.st_mode))
     ch = fcntl(0, F_DUPFD_CLOEXEC, 10);
+  if (wait_spec && ch < 0) {
+    /* Nothing could ever reach a waiting init: say so rather than exit 0. */
+    dprintf(2, "kern: sandbox setup failed: ks-init: no control channel on stdin\n");
+    _exit(KS_INIT_SETUP_FAILED);
+  }
   {
     int nul = open("/dev/null", O_RDWR);
     if (nul < 0 || (nul != 0 && dup2(nul, 0) < 0)) {
@@ -278,7 +291,7 @@ int main(int argc, char **argv) {
       dprintf(2, "kern: sandbox setup failed: ks-init: pipe: %s\n", strerror(errno));
       _exit(KS_INIT_SETUP_FAILED);
     }
-    pid = start_workload(cmd, code_pipe[0], apparmor);
+    pid = start_workload(cmd, code_pipe[0], apparmor, pid1);
     close(code_pipe[0]);
     workload_pid = pid;
   }
@@ -298,11 +311,11 @@ int main(int argc, char **argv) {
       (void) write_full(code_pipe[1], body, len);
       close(code_pipe[1]);
     } else {
-      pid = start_workload(spec_argv, -1, apparmor);
+      pid = start_workload(spec_argv, -1, apparmor, pid1);
       workload_pid = pid;
     }
   } else {
-    pid = start_workload(cmd, -1, apparmor);
+    pid = start_workload(cmd, -1, apparmor, pid1);
     workload_pid = pid;
   }
   if (pid < 0) {

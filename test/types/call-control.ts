@@ -26,6 +26,7 @@ export type CallControlChecks = [
   Expect<Equal<SandboxOptions["securityProfile"], "untrusted" | null | undefined>>,
   Expect<Equal<SandboxOptions["requireLimits"], boolean | undefined>>,
   Expect<Equal<SandboxOptions["trackFiles"], boolean | undefined>>,
+  Expect<Equal<SandboxOptions["prewarm"], number | undefined>>,
   Expect<Equal<AbortError["code"], "ABORT_ERR">>,
   Expect<Equal<AbortError["stdout"], string>>,
   // The 0.1.1 union is unchanged: no "oom" type.
