@@ -30,6 +30,7 @@ const { Sandbox, runCode } = require("..");
 const { boxArgv } = require("../lib/kern");
 const { normalizeOptions } = require("../lib/options");
 const init = require("../lib/init");
+const { ENGINE } = require("../lib/internal");
 
 const median = (xs) => {
   const s = [...xs].sort((a, b) => a - b);
@@ -91,7 +92,7 @@ async function perCallOverhead() {
   loop.enable();
   const ws = fs.realpathSync(h.tmpDir("bench-ws-"));
   // Cold boxes (issue 16's figure): every call starts its own kern.
-  const sbx = await new Sandbox({ workspace: ws, prewarm: 0 }).open();
+  const sbx = await new Sandbox({ workspace: ws, prewarm: 0, [ENGINE]: "init" }).open();
   try {
     for (let i = 0; i < 20; i++) await sbx.run(["true"]); // warm-up
     // The exact argv the package used, replayed by the C helper: recorded by
@@ -400,7 +401,7 @@ async function closeCost() {
   for (const [prewarm, target] of [[0, 1], [1, 2]]) {
     const times = [];
     for (let i = 0; i < n; i++) {
-      const s = await new Sandbox({ prewarm }).open();
+      const s = await new Sandbox({ prewarm, [ENGINE]: "init" }).open();
       await s.run(["true"]);
       if (prewarm > 0) await h.sleep(100); // the refilled box is parked, idle
       const t0 = process.hrtime.bigint();
@@ -450,7 +451,7 @@ async function prewarmed() {
   const cold = [];
   for (let r = 0; r < ROUNDS; r++) {
     warm.push(median(await latencies({ prewarm: 1 }, py, Math.ceil(n / ROUNDS), 0)));
-    cold.push(median(await latencies({ prewarm: 0 }, py, Math.ceil(n / ROUNDS), 0)));
+    cold.push(median(await latencies({ prewarm: 0, [ENGINE]: "init" }, py, Math.ceil(n / ROUNDS), 0)));
   }
   const ratio = median(warm) / median(cold);
   row(`runCode("print(1)") back to back, prewarm: 1`,

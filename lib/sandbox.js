@@ -77,7 +77,12 @@ class Sandbox {
     const o = normalizeOptions(opts);
     this.#o = o;
     this.#capWarnings = !(opts && opts[NO_CAP_WARNING] === true);
-    this.#engine = opts && opts[ENGINE] === "direct" ? "direct" : "init";
+    // The in-box init runs every box of a session that keeps boxes ahead
+    // (prewarm > 0), or when the project's tests ask for it; otherwise the
+    // workload is the box's command, exactly as in 0.1.1 (the default while
+    // issue 16 is open: see README, "Fast boxes").
+    const asked = opts ? opts[ENGINE] : undefined;
+    this.#engine = asked === "direct" || asked === "init" ? asked : o.prewarm > 0 ? "init" : "direct";
     this.#idleMs = opts && typeof opts[POOL_IDLE_MS] === "number" ? opts[POOL_IDLE_MS] : IDLE_MS;
     // The public fields the reference exposes, with its defaults.
     this.image = o.image;

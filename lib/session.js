@@ -113,11 +113,17 @@ class Session {
     // swapping its directories for symlinks, while it is deleted.
     binding.cancelGroup(this.group); // prewarmed boxes too
     if (this.pool !== null) this.pool.close();
-    // Prewarmed boxes die with the group, and close() does not wait for
-    // them (their ends reach JS without holding the loop: awaiting one could
-    // let the process exit under us); the tests' census does.
+    // Prewarmed boxes die with the group, and close() waits until their
+    // processes are gone, as for any box. Their ends reach JS without holding
+    // the event loop (an idle box must not keep a process alive), so a timer
+    // holds it meanwhile: otherwise the process could exit under this await.
     for (const p of this.parked) dyingParked.add(p);
-    await Promise.allSettled([...this.inflight]);
+    const hold = this.parked.size > 0 ? setInterval(() => {}, 1000) : null;
+    try {
+      await Promise.allSettled([...this.inflight, ...this.parked]);
+    } finally {
+      if (hold !== null) clearInterval(hold);
+    }
     // Every call has settled, and no later one can submit a box (the engine
     // is only asked while `live`): the engine may stop checking this group.
     binding.forgetGroup(this.group);

@@ -47,7 +47,7 @@ describe("integration: fast boxes with a real kern (issue 16)", function () {
     "effect (as the box's PID 1 it was ignored)", async function () {
     const prog = ["sh", "-c", "echo $$; kill -9 $$; echo alive"];
     const direct = await kern.withSandbox({ [ENGINE]: "direct", prewarm: 0 }, (s) => s.run(prog));
-    const init = await kern.withSandbox({ prewarm: 0 }, (s) => s.run(prog));
+    const init = await kern.withSandbox({ prewarm: 0, [ENGINE]: "init" }, (s) => s.run(prog));
     assert.deepStrictEqual([direct.stdout, direct.exitCode], ["1\nalive\n", 0]);
     assert.notStrictEqual(init.stdout.split("\n")[0], "1");
     assert.strictEqual(init.exitCode, 137);
@@ -56,7 +56,7 @@ describe("integration: fast boxes with a real kern (issue 16)", function () {
 
   it("E4: a prewarmed box is used once: what one call leaves in /tmp and in the root is never " +
     "seen by the next", async function () {
-    const s = await new kern.Sandbox().open();
+    const s = await new kern.Sandbox({ prewarm: 1 }).open();
     try {
       const seen = [];
       for (let i = 0; i < 20; i++) {
@@ -81,7 +81,7 @@ describe("integration: fast boxes with a real kern (issue 16)", function () {
     async function () {
       const tag = `ks-idle-${crypto.randomBytes(4).toString("hex")}`;
       const dir = h.tmpDir(tag);
-      const s = await new kern.Sandbox({ mounts: { [dir]: ["/mnt/tag", "ro"] } }).open();
+      const s = await new kern.Sandbox({ prewarm: 1, mounts: { [dir]: ["/mnt/tag", "ro"] } }).open();
       let closed = false;
       try {
         await h.sleep(1000);
@@ -115,7 +115,7 @@ describe("integration: fast boxes with a real kern (issue 16)", function () {
       const { watchClosesSettled } = require("../../lib/session");
       const binding = require("../../lib/binding");
       const fds = h.openFds().length;
-      let s = await new kern.Sandbox().open();
+      let s = await new kern.Sandbox({ prewarm: 1 }).open();
       const counts = { ok: 0, aborted: 0, prewarmed: 0, closes: 0 };
       for (let i = 0; i < 1000; i++) {
         const r = Math.random();
@@ -123,7 +123,7 @@ describe("integration: fast boxes with a real kern (issue 16)", function () {
           counts.prewarmed += s[POOL_STATS]().prewarmedRuns;
           await s.close();
           counts.closes++;
-          s = await new kern.Sandbox().open();
+          s = await new kern.Sandbox({ prewarm: 1 }).open();
           continue;
         }
         const ac = new AbortController();

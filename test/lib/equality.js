@@ -51,7 +51,7 @@ const PROGRAMS = [
   py("SIGSEGV from a bad read", "import ctypes; ctypes.string_at(0)"),
   py("stdin is at EOF", "import sys; print(repr(sys.stdin.read()))"),
   py("env", "import os; print(os.environ.get('KS_EQ'), os.environ.get('PYTHONPATH'))"),
-  py("cwd", "import os; print(os.getcwd())"),
+  py("cwd is the workspace", "import os; print(sorted(os.listdir('.')))"),
   py("creates a file", "open('made-by-py.txt', 'w').write('x' * 10)"),
   py("modifies a file written before the call", "open('pre.txt', 'a').write('+more')",
     { before: (s) => s.writeFile("pre.txt", "start") }),
@@ -69,7 +69,7 @@ const PROGRAMS = [
   sh("sh: a background job left behind", ["sh", "-c", "sleep 30 & echo bg"]),
   sh("sh: stdin is /dev/null", ["sh", "-c", "cat; echo rc=$?"]),
   sh("sh: env", ["sh", "-c", "echo \"$KS_EQ\""]),
-  sh("sh: pwd", ["sh", "-c", "pwd"]),
+  sh("sh: the workspace", ["sh", "-c", "ls -a"]),
   sh("sh: command not found", ["no-such-command-ks"]),
   sh("sh: files", ["sh", "-c", "echo a > made-by-sh.txt; echo b >> pre.txt"],
     { before: (s) => s.writeFile("pre.txt", "start") }),
@@ -89,7 +89,7 @@ const MODES = ["direct", "cold", "prewarmed"];
 function sessionFor(mode, opts) {
   const base = { maxOutputBytes: 256 * 1024, env: { KS_EQ: "session" }, ...opts };
   if (mode === "direct") return new Sandbox({ ...base, [ENGINE]: "direct", prewarm: 0 });
-  if (mode === "cold") return new Sandbox({ ...base, prewarm: 0 });
+  if (mode === "cold") return new Sandbox({ ...base, [ENGINE]: "init", prewarm: 0 });
   return new Sandbox({ ...base, prewarm: 1 });
 }
 
@@ -122,10 +122,11 @@ async function runTable({ kinds, images = {}, readyMs }) {
         for (const p of programs) {
           if (p.before) await p.before(s);
           if (mode === "prewarmed") await new Promise((r) => setTimeout(r, readyMs));
-          const before = s[POOL_STATS]().prewarmedRuns;
+          const stats = () => (mode === "prewarmed" ? s[POOL_STATS]().prewarmedRuns : 0);
+          const before = stats();
           const r = await p.call(s, p.opts ?? {});
           results[mode][p.name] = comparable(r);
-          if (mode === "prewarmed") prewarmed[p.name] = s[POOL_STATS]().prewarmedRuns === before + 1;
+          if (mode === "prewarmed") prewarmed[p.name] = stats() === before + 1;
         }
       } finally {
         await s.close();
