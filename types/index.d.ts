@@ -342,7 +342,8 @@ export interface SandboxOptions {
    * Each serves one call with the session's options as they were when it started (a call
    * with other options starts its own box); the pool refills after each call with the kind
    * of box used last (Python before any call) and empties after 2 minutes without a call.
-   * Read at each call. Defaults to `1` (`0` for the one-shot `runCode()`).
+   * A value above 0 also runs every box of the session under the in-box init (README, "Fast
+   * boxes"). Read at each call. Defaults to `0`.
    */
   prewarm?: number;
 }
