@@ -116,10 +116,12 @@ static pid_t start_workload(char **argv, int code_fd, const char *apparmor, bool
   return -1;
 }
 
-static bool read_full(int fd, void *buf, size_t len) {
+/* All of len bytes read (writing false) or written, across short transfers
+ * and EINTR; false at EOF or on an error. */
+static bool transfer_full(int fd, void *buf, size_t len, bool writing) {
   char *p = buf;
   while (len > 0) {
-    ssize_t n = read(fd, p, len);
+    ssize_t n = writing ? write(fd, p, len) : read(fd, p, len);
     if (n < 0 && errno == EINTR)
       continue;
     if (n <= 0)
@@ -130,19 +132,8 @@ static bool read_full(int fd, void *buf, size_t len) {
   return true;
 }
 
-static bool write_full(int fd, const void *buf, size_t len) {
-  const char *p = buf;
-  while (len > 0) {
-    ssize_t n = write(fd, p, len);
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n <= 0)
-      return false;
-    p += n;
-    len -= (size_t) n;
-  }
-  return true;
-}
+#define read_full(fd, buf, len) transfer_full((fd), (buf), (len), false)
+#define write_full(fd, buf, len) transfer_full((fd), (void *) (buf), (len), true)
 
 /* The host's spec frame: its kind and body (malloc'd, NUL-terminated past
  * len). False when the host closed the channel first (the prewarmed box was
