@@ -4,8 +4,8 @@
 // users: symbols, so no options object from JSON can carry one.
 
 // The engine a Sandbox uses: "init" (every box runs the in-box init,
-// lib/init.js; what prewarm > 0 selects) or "direct" (the workload is the
-// box's command, exactly 0.1.1's argv; the default with prewarm 0): the
+// lib/init.js; the default) or "direct" (the workload is the
+// box's command, exactly 0.1.1's argv): the
 // equality table (test/41) compares the two.
 const ENGINE = Symbol("kern-sandbox.engine");
 

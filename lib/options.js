@@ -263,7 +263,7 @@ function normalizeOptions(opts) {
     trackFiles: boolOption(opts, "trackFiles", true),
     // Boxes kept started ahead of the calls (lib/pool.js).
     prewarm: numberOption(opts, "prewarm",
-      { dflt: 0, integer: true, min: 0, max: MAX_PREWARM }),
+      { dflt: 1, integer: true, min: 0, max: MAX_PREWARM }),
   };
   if (o.egressAllow.length > 0 && o.network)
     throw new SandboxError(

@@ -77,12 +77,11 @@ class Sandbox {
     const o = normalizeOptions(opts);
     this.#o = o;
     this.#capWarnings = !(opts && opts[NO_CAP_WARNING] === true);
-    // The in-box init runs every box of a session that keeps boxes ahead
-    // (prewarm > 0), or when the project's tests ask for it; otherwise the
-    // workload is the box's command, exactly as in 0.1.1 (the default while
-    // issue 16 is open: see README, "Fast boxes").
+    // The in-box init runs every box (README, "Fast boxes"); the project's
+    // tests can ask for 0.1.1's argv, the workload as the box's command, to
+    // compare the two (test/41).
     const asked = opts ? opts[ENGINE] : undefined;
-    this.#engine = asked === "direct" || asked === "init" ? asked : o.prewarm > 0 ? "init" : "direct";
+    this.#engine = asked === "direct" ? "direct" : "init";
     this.#idleMs = opts && typeof opts[POOL_IDLE_MS] === "number" ? opts[POOL_IDLE_MS] : IDLE_MS;
     // The public fields the reference exposes, with its defaults.
     this.image = o.image;
@@ -360,7 +359,9 @@ class Sandbox {
       // is known, and run in a prewarmed box started with these very options.
       let terms = null;
       if (withInit) {
-        const capKey = `${this.#kern}\0${o.enforceLimits}`;
+        // (By image too: the double answers by its image name; a real kern
+        // answers the same for all, and one more box per image learns it.)
+        const capKey = `${this.#kern}\0${o.enforceLimits}\0${o.image}`;
         terms = { earlyCap: o.memoryMb === null ? 0 : (capBytes.get(capKey) ?? -1),
           spec: null, parkKey: 0, claimKey: 0, capKey };
         const ready = kind === null || isSetup ? null : st.pool.take(kind,

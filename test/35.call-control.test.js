@@ -27,7 +27,8 @@ describe("call control (issue 13)", function () {
   describe("per-call options", function () {
     it("timeoutS per call overrides the session's, fractions work, and the fault names it",
       async function () {
-        await withSandbox({ timeoutS: 30 }, async (sbx) => {
+        // prewarm: 0: the argv read is the call's own box.
+        await withSandbox({ timeoutS: 30, prewarm: 0 }, async (sbx) => {
           const t0 = Date.now();
           const r = await sbx.run(["sleep", "5"], { timeoutS: 0.25 });
           assert.strictEqual(r.fault.type, "timeout");
@@ -48,7 +49,8 @@ describe("call control (issue 13)", function () {
 
     it("a bad timeoutS, env, callback or signal is refused with a SandboxError that names it, " +
       "and starts no box", async function () {
-      await withSandbox(async (sbx) => {
+      // prewarm: 0: no box ahead of the calls, so any box recorded is a call's.
+      await withSandbox({ prewarm: 0 }, async (sbx) => {
         h.clearState();
         const bad = [
           [{ timeoutS: Infinity }, /options\.timeoutS must be a finite number above 0/],

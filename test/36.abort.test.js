@@ -2,7 +2,9 @@
 
 // Issue 13, cancellation with an AbortSignal (SECURITY-CASES E5), against the
 // kern test double: the rejection's shape, its timing, and that nothing of
-// the box, nor a listener on the signal, outlives it.
+// the box, nor a listener on the signal, outlives it. Sessions here keep no
+// box ahead (prewarm: 0), so that every box counted is a call's; aborts of
+// calls in prewarmed boxes are in test/42's mixed census.
 const assert = require("assert");
 const fs = require("fs");
 const os = require("os");
@@ -73,7 +75,7 @@ describe("abort (issue 13, E5)", function () {
     async function () {
       const reason = new Error("too late");
       const signal = AbortSignal.abort(reason);
-      await withSandbox(async (sbx) => {
+      await withSandbox({ prewarm: 0 }, async (sbx) => {
         for (const call of [() => sbx.run(["true"], { signal }),
           () => sbx.runCode("print(1)", { signal }),
           () => sbx.runCode("x".repeat(200 * 1024), { signal }), // the long-code path too
@@ -86,7 +88,7 @@ describe("abort (issue 13, E5)", function () {
         assert.deepStrictEqual(await sbx.listFiles(), [], "the long cell's file was written");
       });
       const before = workspaces();
-      const sbx = new Sandbox({ setup: "true" });
+      const sbx = new Sandbox({ setup: "true", prewarm: 0 });
       assertAbortError(await sbx.open({ signal }).catch((e) => e), reason);
       assertAbortError(await runCode("print(1)", { signal }).catch((e) => e), reason);
       assert.deepStrictEqual(workspaces(), before, "open() made a workspace for an aborted signal");
@@ -100,13 +102,13 @@ describe("abort (issue 13, E5)", function () {
 
   it("aborting a running call kills the box and rejects within 50 ms with the output so far; " +
     "nothing of the box is left", async function () {
-    await withSandbox(async (sbx) => {
+    await withSandbox({ prewarm: 0 }, async (sbx) => {
       const ac = new AbortController();
       const marker = `ks-abort-${process.pid}-a`;
       const p = settlement(sbx.run(["sh", "-c", `echo started; echo to-err >&2; sleep 30; : ${marker}`],
         { signal: ac.signal }));
-      // kern's argv and the shell's both name the marker.
-      assert.ok(await h.waitFor(() => h.processesWith(marker).length === 2, 5000),
+      // kern's argv, the in-box init's and the shell's name the marker.
+      assert.ok(await h.waitFor(() => h.processesWith(marker).length === 3, 5000),
         "positive control: the box runs");
       await h.sleep(100);
       assert.strictEqual(listeners(ac.signal), 1);
@@ -131,7 +133,7 @@ describe("abort (issue 13, E5)", function () {
   });
 
   it("20 calls sharing one signal, aborted at once: each settles within 50 ms", async function () {
-    await withSandbox(async (sbx) => {
+    await withSandbox({ prewarm: 0 }, async (sbx) => {
       const ac = new AbortController();
       const calls = [];
       for (let i = 0; i < 20; i++) {
@@ -208,13 +210,13 @@ describe("abort (issue 13, E5)", function () {
   it("cancel keys and groups are forgotten once their calls settle, also a group cancelled twice " +
     "(close() during open())", async function () {
     const before = binding.cancelledGroups();
-    const sbx = new Sandbox({ setup: "sleep 30" });
+    const sbx = new Sandbox({ setup: "sleep 30", prewarm: 0 });
     const opening = sbx.open().catch((e) => e);
     await h.sleep(200);
     await sbx.close(); // cancels the setup box's group; the failed open()'s teardown again
     assert.match((await opening).message, /closed while open\(\) was still running/);
     const ac = new AbortController();
-    await withSandbox(async (s) => {
+    await withSandbox({ prewarm: 0 }, async (s) => {
       const p = s.run(["sleep", "30"], { signal: ac.signal }).catch((e) => e);
       await h.sleep(200);
       ac.abort();
@@ -224,7 +226,7 @@ describe("abort (issue 13, E5)", function () {
   });
 
   it("AbortSignal.timeout() works; an abort after the call settled changes nothing", async function () {
-    await withSandbox(async (sbx) => {
+    await withSandbox({ prewarm: 0 }, async (sbx) => {
       const e = await sbx.run(["sleep", "30"], { signal: AbortSignal.timeout(150) }).catch((x) => x);
       assertAbortError(e, e.cause);
       assert.strictEqual(e.cause.name, "TimeoutError");
@@ -250,7 +252,7 @@ describe("abort (issue 13, E5)", function () {
       if (inFlight > 0) maxListeners = Math.max(maxListeners, listeners(ac.signal));
     }, 1);
     try {
-      await withSandbox({ trackFiles: false }, async (sbx) => {
+      await withSandbox({ trackFiles: false, prewarm: 0 }, async (sbx) => {
         for (let done = 0; done < N; done += WIDTH) {
           const batch = [];
           for (let i = 0; i < WIDTH; i++) {
@@ -279,7 +281,7 @@ describe("abort (issue 13, E5)", function () {
     const times = [];
     let aborted = 0;
     let resolved = 0;
-    await withSandbox(async (sbx) => {
+    await withSandbox({ prewarm: 0 }, async (sbx) => {
       await sbx.run(["true"]); // the supervisor and the watch are up before the baseline
       for (let i = 0; i < 100; i++) {
         const ac = new AbortController();

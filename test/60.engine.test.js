@@ -11,6 +11,7 @@ const crypto = require("crypto");
 const { spawn, execFileSync } = require("child_process");
 const { Sandbox, withSandbox, runCode, SandboxError } = require("..");
 const binding = require("../lib/binding");
+const { ENGINE } = require("../lib/internal");
 const h = require("./lib/harness");
 
 const { note } = h;
@@ -274,15 +275,24 @@ int main(int argc, char **argv) {
       }
     });
 
-    it("kern gets fds 0-4 only: /dev/null, two pipes, the started pipe, the env memfd", function () {
+    it("kern gets fds 0-4 only: the init's channel (a socket), two pipes, the started pipe, " +
+      "the env memfd", function () {
       const fds = dump.filter((l) => /^fake-kern: fd \d+ /.test(l));
       const nums = fds.map((l) => Number(l.split(" ")[2]));
       // The double itself opens one fd to list /proc/self/fd.
       const own = nums.filter((n) => n > 4);
       assert.ok(own.length <= 1, fds.join("\n"));
       assert.deepStrictEqual(nums.filter((n) => n <= 4), [0, 1, 2, 3, 4]);
-      assert.match(fds.find((l) => / fd 0 /.test(l)), /\/dev\/null/);
+      // The in-box init's control channel; the workload's stdin is /dev/null
+      // (test/41 "stdin is at EOF").
+      assert.match(fds.find((l) => / fd 0 /.test(l)), /socket:/);
       assert.match(fds.find((l) => / fd 4 /.test(l)), /memfd:kern-sandbox-env/);
+    });
+
+    it("without the init (0.1.1's argv), kern's stdin is /dev/null", async function () {
+      const r = await withSandbox({ image: "fake:dump", [ENGINE]: "direct" },
+        (s) => s.runCode("true", { language: "bash" }));
+      assert.match(r.stderr, /fake-kern: fd 0 -> \/dev\/null/);
     });
 
     it("kern's cwd is /, not the host's", function () {

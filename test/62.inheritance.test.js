@@ -92,16 +92,17 @@ describe("what other processes get (A34, A37, A40)", function () {
         child.stdout.on("data", (d) => (out += d));
         child.stderr.on("data", (d) => (out += d));
         try {
-          // Two kerns, each with its workload exec'd. Waited for as a whole:
-          // a kern's child before its exec still has kern's exe, and would
-          // count as a third kern in a single look.
+          // Three kerns (the two calls' and the session's prewarmed box),
+          // each with its in-box init exec'd. Waited for as a whole: a kern's
+          // child before its exec still has kern's exe, and would count as
+          // one more kern in a single look.
           let kerns = [];
           let workloads = [];
           const settled = () => {
             kerns = h.processesUsing(kern);
             workloads = h.processes().filter((p) => kerns.includes(p.ppid) && p.exe !== kern &&
               p.state !== "Z").map((p) => p.pid);
-            return kerns.length === 2 && workloads.length === 2;
+            return kerns.length === 3 && workloads.length === 3;
           };
           assert.ok(await h.waitFor(() => out.includes("running") && settled(), h.startWait(10000)),
             `the boxes run: ${out}; kerns ${kerns}, workloads ${workloads}`);
@@ -155,10 +156,12 @@ describe("what other processes get (A34, A37, A40)", function () {
         assert.strictEqual(leaks.secretFiles(dirs, secret).length, 0, `no file under ${dirs.join(", ")} holds the secret`);
         assert.ok(!out.includes(secret), "nor the host's output");
         // What a killed host leaves: its workspace (no one is left to remove
-        // it), and no env file of any name.
+        // it) and the in-box init's directory (the next process removes it),
+        // and no env file of any name.
         const left = fs.readdirSync(tmp);
         note(`${what}: left in $TMPDIR after kill -9: ${JSON.stringify(left)}`);
-        assert.ok(left.every((e) => /^kern-ws-/.test(e)), JSON.stringify(left));
+        assert.ok(left.every((e) => /^kern-ws-/.test(e) || e.startsWith(`kern-init-${child.pid}-`)),
+          JSON.stringify(left));
         fs.rmSync(dir, { recursive: true, force: true });
       });
     }

@@ -706,7 +706,8 @@ static napi_value ks__live_boxes(napi_env env, napi_callback_info info) {
   return ks__sup_count(env, ks_sup_live_boxes);
 }
 
-/* tailBoxes(): kerns still tearing down boxes whose calls settled. */
+/* tailBoxes(): kerns still tearing down boxes whose calls settled, and
+ * `kern stop` helpers still running. */
 static napi_value ks__tail_boxes(napi_env env, napi_callback_info info) {
   (void) info;
   return ks__sup_count(env, ks_sup_tails);

@@ -279,6 +279,16 @@ function closeOf(child) {
   return new Promise((resolve) => child.once("close", (c, s) => resolve([c, s])));
 }
 
+/** The entries of tmp once a new process has started there: it removes the
+ * in-box init's directories (kern-init-PID-*) of processes that died without
+ * running JS (lib/init.js), as the next user of the package does. */
+function tmpAfterSweep(tmp) {
+  const { execFileSync } = require("child_process");
+  execFileSync(process.execPath, ["-e", `require(${JSON.stringify(path.join(repo, "lib/init"))}).initDir()`],
+    { env: { ...process.env, TMPDIR: tmp }, stdio: "ignore" });
+  return fs.readdirSync(tmp);
+}
+
 function cleanup() {
   if (root !== null) fs.rmSync(root, { recursive: true, force: true });
   root = null;
@@ -288,4 +298,5 @@ module.exports = {
   repo, testRoot, fakeKern, stateDir, recordedArgv, boxCommand, isPrewarmBox, cpuTicks, clearState, tmpDir, children,
   processes, processesUsing, processesWith, processesIn, openFds, sleep, waitFor, skip, cleanup,
   addonFlavour, childAddonFlavour, underSanitizer, startWait, jsBound, killAll, mountTmpfs, umount, have, exitOf, closeOf, firstOutput, note, privateKern,
+  tmpAfterSweep,
 };

@@ -167,6 +167,7 @@ struct ks_sup {
   _Atomic size_t live_count;
   struct ks_box *live;
   struct ks__aux *aux;
+  _Atomic size_t aux_count;
   struct ks__tail *tails;
   _Atomic size_t tail_count;
   struct ks_sup_hooks hooks;
@@ -304,6 +305,7 @@ static void ks__aux_adopt(struct ks_sup *sup, struct ks_proc *proc, uint64_t dea
   if (sup->aux != NULL)
     sup->aux->prev = a;
   sup->aux = a;
+  atomic_fetch_add(&sup->aux_count, 1);
 }
 
 /* Unlinks a helper, kills it and reaps it, waiting up to wait_ms for that. */
@@ -314,6 +316,7 @@ static void ks__aux_release(struct ks_sup *sup, struct ks__aux *a, int wait_ms) 
     sup->aux = a->next;
   if (a->next != NULL)
     a->next->prev = a->prev;
+  atomic_fetch_sub(&sup->aux_count, 1);
   if (a->proc.pidfd >= 0)
     (void) epoll_ctl(sup->epfd, EPOLL_CTL_DEL, a->proc.pidfd, NULL);
   /* A helper that SIGKILL cannot end within wait_ms is waited for
@@ -1546,7 +1549,9 @@ void ks_sup_forget_group(struct ks_sup *sup, uint64_t group) {
 
 size_t ks_sup_live_boxes(struct ks_sup *sup) { return atomic_load(&sup->live_count); }
 
-size_t ks_sup_tails(struct ks_sup *sup) { return atomic_load(&sup->tail_count); }
+size_t ks_sup_tails(struct ks_sup *sup) {
+  return atomic_load(&sup->tail_count) + atomic_load(&sup->aux_count);
+}
 
 size_t ks_sup_cancelled_groups(struct ks_sup *sup) {
   size_t n;

@@ -141,7 +141,8 @@ int ks_sup_drop_parked(struct ks_sup *sup, uint64_t key);
 void ks_sup_shutdown(struct ks_sup *sup);
 
 /* Counts for tests and the leak census: boxes with a call or parked, and
- * kerns still tearing down a box whose call settled at its report. */
+ * kerns still tearing down a box whose call settled at its report or
+ * helpers (`kern stop`) still running. */
 size_t ks_sup_live_boxes(struct ks_sup *sup);
 size_t ks_sup_tails(struct ks_sup *sup);
 size_t ks_sup_cancelled_groups(struct ks_sup *sup);
