@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Regenerates the seed corpora under fuzz/corpus/ (and nothing else).
 
-usage: python3 fuzz/make-seeds.py
+usage: python3 fuzz/make-seeds.py [TARGET...]     (default: every target)
 
 Deterministic: fixed names, modes, owners and times, gzip mtime 0, level 9.
 (The gzip bytes depend on the zlib Python links; with the same zlib, the
@@ -28,7 +28,8 @@ import zlib
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CORPUS = os.path.join(HERE, "corpus")
-TARGETS = ("fuzz_tar_header", "fuzz_vet_path", "fuzz_restore", "fuzz_open_beneath")
+TARGETS = ("fuzz_tar_header", "fuzz_vet_path", "fuzz_restore", "fuzz_open_beneath",
+           "fuzz_chan_report", "fuzz_interp_reader")
 
 POSIX = b"ustar\x0000"
 GNU = b"ustar  \x00"
@@ -354,6 +355,81 @@ OPEN_PATHS = [
 ]
 
 
+# ---- the init's channel (csrc/init/protocol.h) ---------------------------------
+
+FRAME_MAGIC = 0x3246534B
+EXITED, SIGNALED = 1, 2
+
+
+def frame(ftype, body=b"", magic=FRAME_MAGIC, length=None):
+    return struct.pack("=III", magic, ftype, len(body) if length is None else length) + body
+
+
+def report(end, value, flags=0, reserved=0, utime=1500, stime=700, maxrss=9000):
+    return frame(4, struct.pack("=IiIIQQQ", end, value, flags, reserved, utime, stime, maxrss))
+
+
+def channel_seeds():
+    # The first byte of each seed picks the chunk size the target feeds in.
+    taken, attach = frame(2), frame(3)
+    return {
+        "exit0": b"\x00" + report(EXITED, 0),
+        "exit3-chunked": b"\x02" + report(EXITED, 3),
+        "taken-then-exit": b"\x05" + taken + report(EXITED, 0),
+        "attach-then-sigkill": b"\x00" + attach + report(SIGNALED, 9),
+        "segv-core": b"\x03" + report(SIGNALED, 11, flags=1),
+        "bad-magic": b"\x00" + frame(4, b"\0" * 40, magic=0x3152534B),
+        "bad-type": b"\x00" + frame(9),
+        "bad-len": b"\x00" + frame(2, length=4) + b"abcd",
+        "bad-end": b"\x00" + report(7, 0),
+        "bad-reserved": b"\x00" + report(EXITED, 0, reserved=1),
+        "short": b"\x00" + report(EXITED, 0)[:20],
+        "trailing": b"\x01" + report(EXITED, 1) + taken + b"junk",
+    }
+
+
+# ---- the interpreter protocol (csrc/core/box/interp.h) ------------------------
+
+IP_MAGIC = 0x3149534B
+MORE = 1
+
+
+def record(rtype, rid=0, body=b"", flags=0, magic=IP_MAGIC, length=None):
+    rec = struct.pack("=IHHII", magic, rtype, flags, rid, len(body) if length is None else length)
+    return rec + body
+
+
+def records(*recs, budget=4096):
+    # What fuzz_interp_reader reads: a 2-byte budget, then length-prefixed records.
+    out = struct.pack("<H", budget)
+    for r in recs:
+        out += struct.pack("<H", len(r)) + r
+    return out
+
+
+def interp_seeds():
+    done = struct.pack("=iiIIQQQ", 0, 0, 2, 0, 120, 40, 11000)
+    ended = struct.pack("=iIQQQ", 9, 1, 10, 5, 12000)
+    ready = struct.pack("=II", 2, 7)
+    res = b'{"text/plain": "499500"}'
+    return {
+        "taken-result-done": records(record(16), record(17, 0, res), record(18, 0, done)),
+        "cell-done": records(record(17, 3, res), record(18, 3, done)),
+        "result-in-parts": records(record(17, 4, res[:9], MORE), record(17, 4, res[9:])),
+        "forked-between-parts": records(record(17, 5, b'{"a"', MORE), record(20, 5),
+                                        record(17, 5, b': "b"}')),
+        "sender-died-mid-result": records(record(17, 6, b"{", MORE), record(17, 7, res)),
+        "over-budget": records(record(17, 8, b"x" * 60, MORE), record(17, 8, b"y" * 60), budget=100),
+        "ready-ended": records(record(19, 0, ready), record(21, 9, ended)),
+        "bad-magic": records(record(18, 1, done, magic=0x3246534B)),
+        "bad-fixed-len": records(record(18, 1, done[:10])),
+        "bad-more-on-done": records(record(18, 1, done, MORE)),
+        "bad-type": records(record(1, 0, b"print(1)")),
+        "bad-len-field": records(record(17, 1, res, length=3)),
+        "short-record": records(record(16)[:10]),
+    }
+
+
 def write_all(target, files):
     d = os.path.join(CORPUS, target)
     os.makedirs(d, exist_ok=True)
@@ -369,16 +445,22 @@ def write_all(target, files):
     return len(files), total
 
 
-def main():
+def main(argv):
     restore = restore_seeds()
     sets = {
         "fuzz_restore": restore,
         "fuzz_tar_header": header_seeds(restore),
         "fuzz_vet_path": {"p%03d.txt" % i: p for i, p in enumerate(VET_PATHS)},
         "fuzz_open_beneath": {"p%03d.txt" % i: p for i, p in enumerate(OPEN_PATHS)},
+        "fuzz_chan_report": channel_seeds(),
+        "fuzz_interp_reader": interp_seeds(),
     }
+    unknown = [t for t in argv if t not in TARGETS]
+    if unknown:
+        print("make-seeds.py: unknown target(s) %s; one of %s" % (unknown, TARGETS), file=sys.stderr)
+        return 2
     grand = 0
-    for t in TARGETS:
+    for t in argv or TARGETS:
         n, total = write_all(t, sets[t])
         grand += total
         print("%-18s %4d files %8d bytes" % (t, n, total))
@@ -391,4 +473,4 @@ def main():
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))

@@ -1,7 +1,8 @@
 "use strict";
 
 const { Sandbox, withSandbox, runCode } = require("./sandbox");
-const { ExecutionResult } = require("./result");
+const { ExecutionResult, Result } = require("./result");
+const { Kernel } = require("./kernel");
 const { SandboxError, MountRefused } = require("./errors");
 const { AbortError } = require("./abort");
 const { isKilledFault } = require("./faults");
@@ -17,6 +18,8 @@ module.exports = {
   MountRefused,
   AbortError,
   isKilledFault,
+  Result,
+  Kernel,
   doctor,
   version,
 };

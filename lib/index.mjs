@@ -12,6 +12,8 @@ export const {
   MountRefused,
   AbortError,
   isKilledFault,
+  Result,
+  Kernel,
   doctor,
   version,
 } = kern;

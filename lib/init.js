@@ -10,15 +10,16 @@ const binding = require("./binding");
 
 const BOX_DIR = "/.ks"; // KS_INIT_BOX_DIR
 const BOX_PATH = `${BOX_DIR}/ks-init`; // KS_INIT_BOX_PATH
-const SPEC_MAGIC = 0x3153534b; // KS_INIT_SPEC_MAGIC, "KSS1"
-const SPEC_ARGV = 1;
-const SPEC_CODE = 2;
+const FRAME_MAGIC = 0x3246534b; // KS_INIT_FRAME_MAGIC, "KSF2"
+const FRAME_SPEC = 1; // KS_INIT_SPEC
 const REPORT_EXITED = 1; // KS_INIT_EXITED
 const REPORT_SIGNALED = 2;
 
-// The Python bootstrap of a prewarmed interpreter (its own file: code that
-// runs in the box is never a string in C or JS).
+// The Python that runs in the box (its own files: code that runs in the box
+// is never a string in C or JS): the bootstrap every Python box starts with
+// (`python3 -c`), and the kernel driver it is sent when it becomes a kernel.
 const PYTHON_BOOT = fs.readFileSync(path.join(__dirname, "inbox", "python-boot.py"), "utf8");
+const PYTHON_KERNEL = fs.readFileSync(path.join(__dirname, "inbox", "python-kernel.py"));
 
 /** The built init next to the addon that loaded, or null (not built). */
 function findInitBinary() {
@@ -113,12 +114,19 @@ function coldCommand(command, apparmor) {
   return [BOX_PATH, ...apparmorArgs(apparmor), "--exec", "--", ...command];
 }
 
+/** The box command of a Python interpreter the host talks to (the
+ * interpreter protocol, csrc/core/box/interp.h): python3 booted now,
+ * waiting for its code (RUN) or to become a kernel (KERNEL). Cold or
+ * prewarmed alike. */
+function interpCommand(apparmor) {
+  return [BOX_PATH, ...apparmorArgs(apparmor), "--interp", "--", "python3", "-c", PYTHON_BOOT];
+}
+
 /** The box command of a prewarmed box: an init waiting for its argv
- * ("exec"), or one that starts python3 now, waiting for its code ("python"). */
+ * ("exec"), or a Python interpreter ("python"). */
 function waitingCommand(kind, apparmor) {
-  const cmd = [BOX_PATH, ...apparmorArgs(apparmor), "--wait"];
-  if (kind === "python") cmd.push("--pre", "--", "python3", "-c", PYTHON_BOOT);
-  return cmd;
+  if (kind === "python") return interpCommand(apparmor);
+  return [BOX_PATH, ...apparmorArgs(apparmor), "--wait"];
 }
 
 function apparmorArgs(apparmor) {
@@ -128,22 +136,17 @@ function apparmorArgs(apparmor) {
 
 const LE = os.endianness() === "LE";
 
-function frame(kind, body) {
+/** The SPEC frame for an init waiting with --wait: the argv to exec. */
+function specFrame(command) {
+  const body = Buffer.from(command.map((a) => `${a}\0`).join(""), "utf8");
   const out = Buffer.allocUnsafe(12 + body.length);
   const put = (v, at) => (LE ? out.writeUInt32LE(v, at) : out.writeUInt32BE(v, at));
-  put(SPEC_MAGIC, 0);
-  put(kind, 4);
+  put(FRAME_MAGIC, 0);
+  put(FRAME_SPEC, 4);
   put(body.length, 8);
   body.copy(out, 12);
   return out;
 }
 
-/** The spec frame for an init waiting with --wait: the argv for an "exec"
- * box, the code for a "python" one. */
-function specFrame(kind, { command, code }) {
-  if (kind === "python") return frame(SPEC_CODE, Buffer.from(code, "utf8"));
-  return frame(SPEC_ARGV, Buffer.from(command.map((a) => `${a}\0`).join(""), "utf8"));
-}
-
-module.exports = { BOX_DIR, BOX_PATH, INIT_BINARY, REPORT_EXITED, REPORT_SIGNALED, initDir,
-  coldCommand, waitingCommand, specFrame };
+module.exports = { BOX_DIR, BOX_PATH, INIT_BINARY, REPORT_EXITED, REPORT_SIGNALED, PYTHON_KERNEL,
+  initDir, coldCommand, interpCommand, waitingCommand, specFrame };

@@ -215,6 +215,12 @@ function normalizeCallOptions(opts, where) {
         `streaming for this call), got ${describe(v)}`);
     call[name] = v;
   }
+  if (opts.results !== undefined && opts.results !== null) {
+    if (typeof opts.results !== "boolean")
+      throw new SandboxError(`${where} options.results must be a boolean (false: no rich ` +
+        `results, python3 -c exactly), got ${describe(opts.results)}`);
+    call.results = opts.results;
+  }
   return call;
 }
 
@@ -264,6 +270,8 @@ function normalizeOptions(opts) {
     // Boxes kept started ahead of the calls (lib/pool.js).
     prewarm: numberOption(opts, "prewarm",
       { dflt: 1, integer: true, min: 0, max: MAX_PREWARM }),
+    // Rich results of Python calls (ExecutionResult.results).
+    results: boolOption(opts, "results", true),
   };
   if (o.egressAllow.length > 0 && o.network)
     throw new SandboxError(

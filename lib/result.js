@@ -2,7 +2,8 @@
 
 /** The outcome of one runCode()/run(). */
 class ExecutionResult {
-  constructor({ stdout, stderr, exitCode, durationMs, fault, files, truncated, usage, limits }) {
+  constructor({ stdout, stderr, exitCode, durationMs, fault, files, truncated, usage, limits,
+    results }) {
     this.stdout = stdout;
     this.stderr = stderr;
     this.exitCode = exitCode;
@@ -14,6 +15,8 @@ class ExecutionResult {
     this.usage = usage || null;
     // An addition to 0.1.1: { memory: "enforced" | "not_enforced" | "none" } or null.
     this.limits = limits || null;
+    // An addition to 0.1.1: the rich results of a Python call (Result).
+    this.results = results || [];
   }
 
   /** True iff the code exited 0 and the sandbox did not act. */
@@ -22,4 +25,77 @@ class ExecutionResult {
   }
 }
 
-module.exports = { ExecutionResult };
+// The formats a Result names, by MIME type, in the order formats() lists them.
+const FORMATS = [
+  ["text", "text/plain"],
+  ["html", "text/html"],
+  ["markdown", "text/markdown"],
+  ["svg", "image/svg+xml"],
+  ["png", "image/png"],
+  ["jpeg", "image/jpeg"],
+  ["latex", "text/latex"],
+  ["json", "application/json"],
+];
+
+/**
+ * One rich result of a Python call, as Jupyter's display data: what
+ * `display(obj)` showed, the value of a trailing expression, or an open
+ * matplotlib figure. `data` maps each MIME type to a string (binary
+ * formats base64-encoded); the getters read it.
+ */
+class Result {
+  constructor(data) {
+    this.data = data;
+  }
+
+  #text(mime) {
+    const v = this.data[mime];
+    return typeof v === "string" ? v : null;
+  }
+
+  #binary(mime) {
+    const v = this.data[mime];
+    return typeof v === "string" ? Buffer.from(v, "base64") : null;
+  }
+
+  /** text/plain: the object's repr(). */
+  get text() { return this.#text("text/plain"); }
+  get html() { return this.#text("text/html"); }
+  get markdown() { return this.#text("text/markdown"); }
+  get svg() { return this.#text("image/svg+xml"); }
+  get latex() { return this.#text("text/latex"); }
+  /** application/json, as JSON text (JSON.parse it for the value). */
+  get json() { return this.#text("application/json"); }
+  /** image/png, decoded. */
+  get png() { return this.#binary("image/png"); }
+  /** image/jpeg, decoded. */
+  get jpeg() { return this.#binary("image/jpeg"); }
+
+  /** The short names of the formats present ("text", "html", "png", ...),
+   * then any other MIME type as it is. */
+  formats() {
+    const known = new Set(FORMATS.map(([, mime]) => mime));
+    return [...FORMATS.filter(([, mime]) => mime in this.data).map(([name]) => name),
+      ...Object.keys(this.data).filter((mime) => !known.has(mime))];
+  }
+}
+
+/** Result objects from the engine's JSON texts; one that is not an object of
+ * strings (the box can send anything) is left out. */
+function resultsOf(texts) {
+  const out = [];
+  for (const text of texts) {
+    let data;
+    try {
+      data = JSON.parse(text);
+    } catch {
+      continue;
+    }
+    if (data === null || typeof data !== "object" || Array.isArray(data)) continue;
+    // fromEntries defines properties: a "__proto__" key stays a key.
+    out.push(new Result(Object.fromEntries(Object.entries(data).filter(([, v]) => typeof v === "string"))));
+  }
+  return out;
+}
+
+module.exports = { ExecutionResult, Result, resultsOf };

@@ -15,13 +15,14 @@ const { Session, newCancelKey } = require("./session");
 const { abortError, onAbort, raceAbort } = require("./abort");
 const { classify, exitCodeOf, limitsOf } = require("./faults");
 const { warnUnenforced, NO_CAP_WARNING } = require("./warnings");
-const { ExecutionResult } = require("./result");
+const { ExecutionResult, resultsOf } = require("./result");
 const { unpackChanges } = require("./changes");
 const { SandboxError, MountRefused, escapeControl, sandboxErrorFromSystem } = require("./errors");
 const { checkRelPath } = require("./paths");
 const snapshots = require("./snapshot");
 const init = require("./init");
 const { Pool, IDLE_MS } = require("./pool");
+const { Kernel, kernelOptions, KERNEL_BACKSTOP_S } = require("./kernel");
 const { ENGINE, POOL_STATS, POOL_IDLE_MS } = require("./internal");
 
 const INLINE_CODE_MAX = 128 * 1024; // longer code goes through a workspace file (ARG_MAX)
@@ -39,7 +40,7 @@ const PIP_INSTALL = "pip install ";
 // The fields added after 0.1.1 follow the same rules.
 const CALL_FIELDS = ["image", "memoryMb", "cpus", "pids", "timeoutS", "network", "env",
   "maxOutputBytes", "onStdout", "onStderr", "enforceLimits", "depsReadonly",
-  "capDrop", "securityProfile", "apparmor", "requireLimits", "prewarm"];
+  "capDrop", "securityProfile", "apparmor", "requireLimits", "prewarm", "results"];
 const OPEN_FIELDS = ["workspace", "setup", "trackFiles"];
 
 /** A new temporary workspace under TMPDIR, by its real path. */
@@ -108,6 +109,7 @@ class Sandbox {
     this.requireLimits = o.requireLimits;
     this.trackFiles = o.trackFiles;
     this.prewarm = o.prewarm;
+    this.results = o.results;
     this.#kern = findKern();
   }
 
@@ -277,6 +279,7 @@ class Sandbox {
     if (call.env !== undefined) o.env = { ...o.env, ...call.env };
     if (call.onStdout !== undefined) o.onStdout = call.onStdout;
     if (call.onStderr !== undefined) o.onStderr = call.onStderr;
+    if (call.results !== undefined) o.results = call.results;
     return o;
   }
 
@@ -295,8 +298,10 @@ class Sandbox {
     } catch {
       return null; // a field set to a bad value: the next call says so
     }
-    // kern's backstop covers the idle limit and then a call of timeoutS.
+    // kern's backstop covers the idle limit and then a call of timeoutS; a
+    // Python box's, a kernel's life too (sbx.kernel() may take it).
     const parked = { ...o, timeoutS: o.timeoutS + IDLE_MS / 1000 };
+    if (kind === "python") parked.timeoutS = Math.max(parked.timeoutS, KERNEL_BACKSTOP_S - 5);
     const name = boxName();
     const envFile = envFileContent(o.env);
     const { argv, timeoutS, flagsKey } = boxArgv(parked, {
@@ -338,7 +343,17 @@ class Sandbox {
     st.pool.refill(o.prewarm, kind, this.#poolKey(o, flagsKey, envFile));
   }
 
-  async #spawn(st, command, { isSetup = false, call = { signal: null }, kind = null, code = null } = {}) {
+  /**
+   * One box for one call. command: the argv the workload runs. kind: the
+   * pool's kind of box for the call ("python", "exec"), or null (setup).
+   * code: for a Python call, the code, which runs in the interpreter the box
+   * starts with (the interpreter protocol) when the call collects rich
+   * results or is too long for argv, or when it claims a prewarmed Python;
+   * otherwise command runs as it is (`python3 -c CODE`, 0.1.1's argv).
+   * cold: never claim a prewarmed box (the retry of a claim that never ran).
+   */
+  async #spawn(st, command, { isSetup = false, call = { signal: null }, kind = null, code = null,
+    cold = false } = {}) {
     for (const part of command) {
       if (typeof part !== "string" || part.includes("\0"))
         throw new SandboxError("the command and code must be strings with no NUL byte");
@@ -346,14 +361,20 @@ class Sandbox {
     const o = this.#callOptions(call);
     const { signal } = call;
     if (signal !== null && signal.aborted) throw abortError(signal);
-    return st.withRoot(async () => {
+    const out = await st.withRoot(async () => {
       const name = boxName();
       const withInit = st.initDir !== null;
       const envFile = envFileContent(o.env);
+      // A Python call's code for the interpreter (RUN), whichever box runs it.
+      const run = withInit && code !== null && kind === "python"
+        ? { code: Buffer.from(code, "utf8"), results: o.results } : null;
+      const viaInterp = run !== null && (o.results || run.code.length > INLINE_CODE_MAX);
+      const coldCommand = !withInit ? command
+        : viaInterp ? init.interpCommand(o.apparmor) : init.coldCommand(command, o.apparmor);
       const { argv, timeoutS, flagsKey } = boxArgv(o, {
         kern: this.#kern, name, workspace: st.ws, isSetup,
         depsDirExists: await this.#depsDirExists(st, o), envFd: binding.ENV_FD,
-        command: withInit ? init.coldCommand(command, o.apparmor) : command, initDir: st.initDir,
+        command: coldCommand, initDir: st.initDir,
       });
       // The in-box init's terms: settle at its report when kern's cap byte
       // is known, and run in a prewarmed box started with these very options.
@@ -363,13 +384,15 @@ class Sandbox {
         // answers the same for all, and one more box per image learns it.)
         const capKey = `${this.#kern}\0${o.enforceLimits}\0${o.image}`;
         terms = { earlyCap: o.memoryMb === null ? 0 : (capBytes.get(capKey) ?? -1),
-          spec: null, parkKey: 0, claimKey: 0, capKey };
-        const ready = kind === null || isSetup ? null : st.pool.take(kind,
+          spec: null, parkKey: 0, claimKey: 0, capKey, run: viaInterp ? run : null,
+          resultMax: resultMax(o), kernelKey: 0 };
+        const ready = kind === null || isSetup || cold ? null : st.pool.take(kind,
           this.#poolKey(o, flagsKey, envFile),
           (Math.ceil(timeoutS) + 5) * 1000);
         if (ready !== null) {
           terms.claimKey = ready.parkKey;
-          terms.spec = init.specFrame(kind, { command, code });
+          if (kind === "python") terms.run = run;
+          else terms.spec = init.specFrame(command);
         }
       }
       // The session may have been closed during the awaits above; its group
@@ -405,6 +428,18 @@ class Sandbox {
       }
       if (terms !== null && o.memoryMb !== null && raw.startedCount >= 2 && !raw.settledEarly)
         capBytes.set(terms.capKey, raw.started[1]); // a fact of this host and kern
+      // A prewarmed box that ended before it took the call (it died while
+      // it waited) never ran it: the call runs cold instead.
+      if (raw.prewarmed && !raw.taken && !(signal !== null && signal.aborted)) return null;
+      return { raw, timeoutS };
+    });
+    if (out === null)
+      return this.#spawn(st, command, { isSetup, call, kind, code, cold: true });
+    return this.#shape(st, out.raw, out.timeoutS, o, call);
+  }
+
+  /** The ExecutionResult of a box's raw outcome. */
+  #shape(st, raw, timeoutS, o, { signal }) {
       const { stdout, stderr } = raw; // decoded by the engine, without a copy for ASCII
       if (raw.prewarmed) st.prewarmedRuns++;
       // Aborted before the call settled: it rejects, with what the box printed.
@@ -421,11 +456,11 @@ class Sandbox {
         // No list when the workspace could not be scanned (a box can make it
         // too big or too deep to walk): the run's own result still stands.
         files: raw.files === null ? [] : unpackChanges(raw.files),
-        truncated: raw.stdoutDiscarded > 0 || raw.stderrDiscarded > 0,
+        truncated: raw.stdoutDiscarded > 0 || raw.stderrDiscarded > 0 || raw.resultsDropped === true,
         usage: usageOf(raw),
         limits,
+        results: raw.results === undefined ? [] : resultsOf(raw.results),
       });
-    });
   }
 
   /** Runs a snippet in a fresh, network-off box on the workspace. opts:
@@ -440,7 +475,10 @@ class Sandbox {
     if (runner === null)
       throw new SandboxError(
         `unsupported language ${describe(language)}: use "python", "bash" or "node"`);
-    if (Buffer.byteLength(code, "utf8") <= INLINE_CODE_MAX) {
+    // Python under the init runs in the box's interpreter, whatever the
+    // code's length: no file for it in the workspace.
+    if (Buffer.byteLength(code, "utf8") <= INLINE_CODE_MAX ||
+        (language === "python" && st.initDir !== null)) {
       return this.#spawn(st, [runner.argv0, runner.evalFlag, code],
         { call, kind: language === "python" ? "python" : "exec", code });
     }
@@ -521,6 +559,65 @@ class Sandbox {
     return entries.map(([file, size]) => ({ path: file, size, change: "created" }));
   }
 
+  /**
+   * A Python kernel in a box of its own with this session's options, whose
+   * state persists across its cells (lib/kernel.js). opts: isolation
+   * ("shared" or "fork"), checkpoints (fork mode, default 8), signal. It
+   * takes a prewarmed Python box when one is ready.
+   */
+  async kernel(opts) {
+    const ko = kernelOptions(opts);
+    const st = this.#session();
+    if (ko.signal !== null && ko.signal.aborted) throw abortError(ko.signal);
+    if (st.initDir === null)
+      throw new SandboxError("kernel() needs the in-box init, which is not built here: " +
+        "reinstall the package (npm rebuild kern-sandbox)");
+    const capKey = () => `${this.#kern}\0${this.enforceLimits}\0${this.image}`;
+    const host = {
+      startBox: (key, claim) => this.#startKernelBox(st, key, claim),
+      options: (call) => {
+        if (!st.live) throw new SandboxError("the Sandbox is closed, and its kernels with it");
+        return this.#callOptions(call);
+      },
+      limits: () => {
+        const cap = capBytes.get(capKey());
+        return cap === undefined ? null : limitsOf({ startedCount: 2, started: [1, cap] });
+      },
+      killedFault: () => (capBytes.get(capKey()) === 1
+        ? { type: "killed", oom: true, message: "the cell was killed (SIGKILL) with the memory " +
+          "cap enforced: out of memory (raise memoryMb, or use less); the state from before it stands" }
+        : { type: "killed", oom: false, message: "the cell was killed (SIGKILL), not by this " +
+          "package; the state from before it stands" }),
+    };
+    const k = new Kernel(host, ko);
+    await k.start(ko.signal);
+    return k;
+  }
+
+  /** A kernel's box: a prewarmed Python box if claim and one is ready,
+   * else a cold one; either way an interpreter the kernel start turns into
+   * a kernel. Tracked like a prewarmed box: it dies with the session. */
+  #startKernelBox(st, key, claim) {
+    const o = this.#callOptions({});
+    const name = boxName();
+    const envFile = envFileContent(o.env);
+    const { argv, flagsKey } = boxArgv({ ...o, timeoutS: KERNEL_BACKSTOP_S - 5 }, {
+      kern: this.#kern, name, workspace: st.ws, isSetup: false,
+      depsDirExists: depsDirExistsSync(st, o), envFd: binding.ENV_FD,
+      command: init.interpCommand(o.apparmor), initDir: st.initDir,
+    });
+    const ready = claim && st.pool !== null
+      ? st.pool.take("python", this.#poolKey(o, flagsKey, envFile), 3600 * 1000) : null;
+    const terms = { earlyCap: -1, spec: null, parkKey: 0, claimKey: ready !== null ? ready.parkKey : 0,
+      run: null, resultMax: resultMax(o), kernelKey: key };
+    const box = binding.run(this.#kern, argv, st.kernEnvFor(o.enforceLimits), envFile, st.tmpdir,
+      [this.#kern, "stop", name], KERNEL_BACKSTOP_S * 1000, o.maxOutputBytes, null, null, null,
+      st.group, st.kernFd, key, terms);
+    st.trackParked(box);
+    if (ready !== null) setImmediate(() => this.#refillPool(st, "python"));
+    return { box, claimed: ready !== null };
+  }
+
   /** For the project's tests and bench (lib/internal.js). */
   [POOL_STATS]() {
     const st = this.#s;
@@ -554,6 +651,12 @@ function depsDirExistsSync(st, o) {
   } catch {
     return false;
   }
+}
+
+/** The bytes of rich results a call keeps: its maxOutputBytes, within what
+ * the interpreter protocol counts (32 bits). */
+function resultMax(o) {
+  return Math.min(o.maxOutputBytes, 2 ** 32 - 1);
 }
 
 /** readFile()'s maxBytes: a whole number of bytes, at most what Node reads. */

@@ -34,6 +34,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -135,23 +136,65 @@ static bool transfer_full(int fd, void *buf, size_t len, bool writing) {
 #define read_full(fd, buf, len) transfer_full((fd), (buf), (len), false)
 #define write_full(fd, buf, len) transfer_full((fd), (void *) (buf), (len), true)
 
-/* The host's spec frame: its kind and body (malloc'd, NUL-terminated past
- * len). False when the host closed the channel first (the prewarmed box was
+/* The host's SPEC frame: its body (malloc'd, NUL-terminated past len).
+ * False when the host closed the channel first (the prewarmed box was
  * recycled) or sent something malformed. */
-static bool read_spec(int ch, uint32_t *kind, char **body, size_t *len) {
-  struct ks_init_spec_header h;
+static bool read_spec(int ch, char **body, size_t *len) {
+  struct ks_init_frame_header h;
   if (ch < 0 || !read_full(ch, &h, sizeof h))
     return false;
-  if (h.magic != KS_INIT_SPEC_MAGIC || h.len > KS_INIT_SPEC_MAX ||
-      (h.kind != KS_INIT_SPEC_ARGV && h.kind != KS_INIT_SPEC_CODE))
+  if (h.magic != KS_INIT_FRAME_MAGIC || h.type != KS_INIT_SPEC || h.len > KS_INIT_SPEC_MAX)
     return false;
   *body = malloc((size_t) h.len + 1);
   if (*body == NULL || !read_full(ch, *body, h.len))
     return false;
   (*body)[h.len] = '\0';
-  *kind = h.kind;
   *len = h.len;
   return true;
+}
+
+/* One frame to the host, with fd (>= 0) as SCM_RIGHTS on its first byte.
+ * Frames are at most a few dozen bytes, sent one at a time into a buffer
+ * the host drains: a short write only happens to a host that is gone, and
+ * then kern's exit tells the rest. */
+static void send_frame(int ch, uint32_t type, const void *body, uint32_t len, int fd) {
+  char frame[sizeof(struct ks_init_frame_header) + sizeof(struct ks_init_report)];
+  struct ks_init_frame_header h = {.magic = KS_INIT_FRAME_MAGIC, .type = type, .len = len};
+  union {
+    struct cmsghdr align;
+    char buf[CMSG_SPACE(sizeof(int))];
+  } control;
+  struct iovec iov;
+  struct msghdr msg;
+  size_t total = sizeof h + len;
+  ssize_t n;
+
+  if (ch < 0 || total > sizeof frame)
+    return;
+  memcpy(frame, &h, sizeof h);
+  if (len > 0)
+    memcpy(frame + sizeof h, body, len);
+  iov.iov_base = frame;
+  iov.iov_len = total;
+  memset(&msg, 0, sizeof msg);
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  if (fd >= 0) {
+    struct cmsghdr *c;
+    memset(&control, 0, sizeof control);
+    msg.msg_control = control.buf;
+    msg.msg_controllen = sizeof control.buf;
+    c = CMSG_FIRSTHDR(&msg);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int));
+    memcpy(CMSG_DATA(c), &fd, sizeof fd);
+  }
+  do
+    n = sendmsg(ch, &msg, MSG_NOSIGNAL);
+  while (n < 0 && errno == EINTR);
+  if (n > 0 && (size_t) n < total)
+    (void) write_full(ch, frame + n, total - (size_t) n);
 }
 
 /* Outside a PID namespace of its own: SIGKILLs every child it has (its
@@ -205,18 +248,44 @@ static void kill_leftovers(bool pid1) {
 }
 
 static void usage(void) {
-  dprintf(2, "ks-init: usage: ks-init [--apparmor NAME] (--exec -- CMD... | --wait [--pre -- CMD...])\n");
+  dprintf(2, "ks-init: usage: ks-init [--apparmor NAME] (--exec -- CMD... | --wait | "
+             "--interp -- CMD...)\n");
   _exit(KS_INIT_SETUP_FAILED);
+}
+
+static void setup_failed(const char *what) {
+  dprintf(2, "kern: sandbox setup failed: ks-init: %s: %s\n", what, strerror(errno));
+  _exit(KS_INIT_SETUP_FAILED);
+}
+
+/* The workload's end and rusage as a REPORT body. */
+static void fill_report(struct ks_init_report *rep, int status) {
+  struct rusage ru;
+  memset(rep, 0, sizeof *rep);
+  memset(&ru, 0, sizeof ru);
+  (void) getrusage(RUSAGE_CHILDREN, &ru);
+  if (WIFSIGNALED(status)) {
+    rep->end = KS_INIT_SIGNALED;
+    rep->value = WTERMSIG(status);
+    rep->flags = WCOREDUMP(status) ? KS_INIT_CORE_DUMPED : 0;
+  } else {
+    rep->end = KS_INIT_EXITED;
+    rep->value = WEXITSTATUS(status);
+  }
+  rep->utime_us = (uint64_t) ru.ru_utime.tv_sec * 1000000u + (uint64_t) ru.ru_utime.tv_usec;
+  rep->stime_us = (uint64_t) ru.ru_stime.tv_sec * 1000000u + (uint64_t) ru.ru_stime.tv_usec;
+  rep->maxrss_kb = (uint64_t) ru.ru_maxrss;
 }
 
 int main(int argc, char **argv) {
   const char *apparmor = NULL;
-  bool exec_now = false, wait_spec = false, pre = false;
+  bool exec_now = false, wait_spec = false, interp = false;
   char **cmd = NULL;
   int ch = -1;
-  int code_pipe[2] = {-1, -1};
+  int sp[2] = {-1, -1};
   struct stat st;
   struct sigaction fwd;
+  struct ks_init_report rep;
   int status = 0;
   pid_t pid = -1;
   bool pid1 = getpid() == 1;
@@ -228,32 +297,29 @@ int main(int argc, char **argv) {
       exec_now = true;
     else if (strcmp(argv[i], "--wait") == 0)
       wait_spec = true;
-    else if (strcmp(argv[i], "--pre") == 0)
-      pre = true;
+    else if (strcmp(argv[i], "--interp") == 0)
+      interp = true;
     else if (strcmp(argv[i], "--") == 0 && i + 1 < argc) {
       cmd = argv + i + 1;
       break;
     } else
       usage();
   }
-  if (exec_now == wait_spec || (exec_now && (pre || cmd == NULL)) || (pre && cmd == NULL) ||
-      (wait_spec && !pre && cmd != NULL))
+  if (exec_now + wait_spec + interp != 1 || (wait_spec == (cmd != NULL)))
     usage();
 
   /* The channel leaves fd 0 before anything else can inherit it. */
   if (fstat(0, &st) == 0 && S_ISSOCK(st.st_mode))
     ch = fcntl(0, F_DUPFD_CLOEXEC, 10);
-  if (wait_spec && ch < 0) {
+  if ((wait_spec || interp) && ch < 0) {
     /* Nothing could ever reach a waiting init: say so rather than exit 0. */
     dprintf(2, "kern: sandbox setup failed: ks-init: no control channel on stdin\n");
     _exit(KS_INIT_SETUP_FAILED);
   }
   {
     int nul = open("/dev/null", O_RDWR);
-    if (nul < 0 || (nul != 0 && dup2(nul, 0) < 0)) {
-      dprintf(2, "kern: sandbox setup failed: ks-init: /dev/null: %s\n", strerror(errno));
-      _exit(KS_INIT_SETUP_FAILED);
-    }
+    if (nul < 0 || (nul != 0 && dup2(nul, 0) < 0))
+      setup_failed("/dev/null");
     if (nul != 0)
       close(nul);
   }
@@ -277,42 +343,30 @@ int main(int argc, char **argv) {
                      &inherited[i]);
   }
 
-  if (pre) {
-    if (pipe2(code_pipe, O_CLOEXEC) < 0) {
-      dprintf(2, "kern: sandbox setup failed: ks-init: pipe: %s\n", strerror(errno));
-      _exit(KS_INIT_SETUP_FAILED);
-    }
-    pid = start_workload(cmd, code_pipe[0], apparmor, pid1);
-    close(code_pipe[0]);
-    workload_pid = pid;
-  }
-  if (wait_spec) {
-    uint32_t kind = 0;
+  if (interp) {
+    /* Seqpacket: every record the interpreter sends arrives whole, also
+     * when several processes share its end (a fork-mode kernel). */
+    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0)
+      setup_failed("socketpair");
+    pid = start_workload(cmd, sp[1], apparmor, pid1);
+    close(sp[1]);
+    if (pid > 0)
+      send_frame(ch, KS_INIT_ATTACH, NULL, 0, sp[0]);
+    close(sp[0]);
+  } else if (wait_spec) {
     char *body = NULL;
     size_t len = 0;
     char **spec_argv = NULL;
-    if (!read_spec(ch, &kind, &body, &len) || (kind == KS_INIT_SPEC_CODE) != pre ||
-        (kind == KS_INIT_SPEC_ARGV && ks_init_split_argv(body, len, &spec_argv) < 1)) {
-      /* Recycled unused (or a broken host): nothing ran, nothing to say. */
-      if (pre)
-        kill_leftovers(pid1);
-      _exit(0);
-    }
-    if (pre) {
-      (void) write_full(code_pipe[1], body, len);
-      close(code_pipe[1]);
-    } else {
-      pid = start_workload(spec_argv, -1, apparmor, pid1);
-      workload_pid = pid;
-    }
+    if (!read_spec(ch, &body, &len) || ks_init_split_argv(body, len, &spec_argv) < 1)
+      _exit(0); /* recycled unused (or a broken host): nothing ran, nothing to say */
+    send_frame(ch, KS_INIT_TAKEN, NULL, 0, -1);
+    pid = start_workload(spec_argv, -1, apparmor, pid1);
   } else {
     pid = start_workload(cmd, -1, apparmor, pid1);
-    workload_pid = pid;
   }
-  if (pid < 0) {
-    dprintf(2, "kern: sandbox setup failed: ks-init: fork: %s\n", strerror(errno));
-    _exit(KS_INIT_SETUP_FAILED);
-  }
+  if (pid < 0)
+    setup_failed("fork");
+  workload_pid = pid;
 
   for (;;) {
     pid_t r = waitpid(-1, &status, 0);
@@ -326,24 +380,7 @@ int main(int argc, char **argv) {
   workload_pid = -1;
   kill_leftovers(pid1);
 
-  struct ks_init_report rep;
-  struct rusage ru;
-  memset(&rep, 0, sizeof rep);
-  memset(&ru, 0, sizeof ru);
-  (void) getrusage(RUSAGE_CHILDREN, &ru);
-  rep.magic = KS_INIT_REPORT_MAGIC;
-  if (WIFSIGNALED(status)) {
-    rep.end = KS_INIT_SIGNALED;
-    rep.value = WTERMSIG(status);
-    rep.flags = WCOREDUMP(status) ? KS_INIT_CORE_DUMPED : 0;
-  } else {
-    rep.end = KS_INIT_EXITED;
-    rep.value = WEXITSTATUS(status);
-  }
-  rep.utime_us = (uint64_t) ru.ru_utime.tv_sec * 1000000u + (uint64_t) ru.ru_utime.tv_usec;
-  rep.stime_us = (uint64_t) ru.ru_stime.tv_sec * 1000000u + (uint64_t) ru.ru_stime.tv_usec;
-  rep.maxrss_kb = (uint64_t) ru.ru_maxrss;
-  if (ch >= 0)
-    (void) write_full(ch, &rep, sizeof rep);
+  fill_report(&rep, status);
+  send_frame(ch, KS_INIT_REPORT, &rep, sizeof rep, -1);
   _exit(rep.end == KS_INIT_SIGNALED ? 128 + rep.value : rep.value);
 }

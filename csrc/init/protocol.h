@@ -8,13 +8,25 @@
  * path to the socket (an anonymous socket has none, and /proc/1/fd is closed
  * to it), so nothing on the channel can come from the workload.
  *
- *   host -> init  one spec frame, only for an init started with --wait (a
- *                 prewarmed box): the argv to exec, or the code for the
- *                 interpreter started ahead (--pre).
- *   init -> host  one report frame once the workload and everything it left
- *                 in the box are dead: how the workload ended, and its
- *                 rusage (RUSAGE_CHILDREN, so the workload's own CPU and
- *                 peak RSS, not kern's).
+ * Every message is a frame: a header, then len bytes of body.
+ *
+ *   host -> init  SPEC, only for an init started with --wait (a prewarmed
+ *                 box): the argv to exec.
+ *   init -> host  TAKEN, once a waiting init has its spec and is about to
+ *                 start the workload: a claimed box that ends without it
+ *                 never ran the call (it died while it waited), so the host
+ *                 can run the call cold instead.
+ *                 ATTACH (--interp only, first): carries the host's end of a
+ *                 SOCK_SEQPACKET socketpair whose other end the workload has
+ *                 on fd 3, as SCM_RIGHTS on the frame's first byte. The
+ *                 interpreter protocol runs on it (csrc/core/box/interp.h),
+ *                 straight between the host and the interpreter, with no
+ *                 relay through the init; the init's own frames stay on
+ *                 this channel, where the workload cannot write.
+ *                 REPORT, once the workload and everything it left in the
+ *                 box are dead: how the workload ended, and its rusage
+ *                 (RUSAGE_CHILDREN, so the workload's own CPU and peak RSS,
+ *                 not kern's). Nothing follows it.
  *
  * Both ends run on the same machine: fields are in host byte order. */
 #ifndef KS_INIT_PROTOCOL_H
@@ -22,23 +34,23 @@
 
 #include <stdint.h>
 
-#define KS_INIT_SPEC_MAGIC 0x3153534bu   /* "KSS1" */
-#define KS_INIT_REPORT_MAGIC 0x3152534bu /* "KSR1" */
+#define KS_INIT_FRAME_MAGIC 0x3246534bu /* "KSF2" */
 
-/* What a spec frame's body holds. */
-enum ks_init_spec_kind {
-  KS_INIT_SPEC_ARGV = 1, /* NUL-terminated strings, at least one: execvp them */
-  KS_INIT_SPEC_CODE = 2, /* raw bytes, for the interpreter started with --pre */
+enum ks_init_frame_type {
+  KS_INIT_SPEC = 1,   /* host -> init: NUL-terminated strings, at least one: execvp them */
+  KS_INIT_TAKEN = 2,  /* init -> host: empty */
+  KS_INIT_ATTACH = 3, /* init -> host: empty, with one descriptor */
+  KS_INIT_REPORT = 4, /* init -> host: struct ks_init_report */
 };
 
-/* Bodies larger than this are refused (argv and code are far smaller). */
-#define KS_INIT_SPEC_MAX (64u << 20)
-
-struct ks_init_spec_header {
+struct ks_init_frame_header {
   uint32_t magic;
-  uint32_t kind;
-  uint32_t len; /* bytes of body that follow */
+  uint32_t type; /* enum ks_init_frame_type */
+  uint32_t len;  /* bytes of body that follow */
 };
+
+/* Spec bodies larger than this are refused (an argv is far smaller). */
+#define KS_INIT_SPEC_MAX (64u << 20)
 
 enum ks_init_end {
   KS_INIT_EXITED = 1,   /* value: the exit code, 0-255 */
@@ -46,16 +58,20 @@ enum ks_init_end {
 };
 
 struct ks_init_report {
-  uint32_t magic;
-  uint32_t end;   /* enum ks_init_end */
+  uint32_t end; /* enum ks_init_end */
   int32_t value;
   uint32_t flags; /* KS_INIT_CORE_DUMPED */
+  uint32_t reserved; /* 0 */
   uint64_t utime_us;
   uint64_t stime_us;
   uint64_t maxrss_kb;
 };
 
 #define KS_INIT_CORE_DUMPED 1u
+
+/* The descriptor on which an --interp workload finds its end of the
+ * interpreter socket. */
+#define KS_INIT_INTERP_FD 3
 
 /* The box path the init's directory is mounted at, and the init in it. */
 #define KS_INIT_BOX_DIR "/.ks"

@@ -16,44 +16,9 @@
 #include "../core/box/supervisor.h"
 #include "../core/box/text.h"
 #include "addon.h"
+#include "call.h"
 
-/* Bytes of onStdout/onStderr chunks queued for JS per run; past this a slow
- * callback loses chunks (the documented best-effort contract) instead of
- * back-pressuring the box or growing our memory. The result is unaffected. */
-#define KS__STREAM_BUDGET (8u << 20)
-
-struct ks__run {
-  struct ks_addon *addon;
-  napi_deferred deferred;
-  napi_ref cb[2];
-  _Atomic size_t queued_bytes;
-  _Atomic uint64_t dropped_chunks;
-  /* A prewarm box's run: not counted in runs_in_flight, so an idle box
-   * never keeps the process alive. */
-  bool parked;
-  /* Non-ASCII output decoded before the JS thread sees it (ks__on_done). */
-  struct ks_text text[2];
-  bool decoded[2];
-  bool ascii[2]; /* found by ks__decode_output: wrap the bytes as they are */
-  /* The message that hands the finished box to the JS thread, allocated
-   * with the run: if it could fail at the end, the promise would never
-   * settle, and freeing the run there would free it under its chunks still
-   * queued for the JS thread. */
-  struct ks__msg *done;
-};
-
-enum ks__msg_kind { KS__MSG_CHUNK, KS__MSG_DONE };
-
-struct ks__msg {
-  enum ks__msg_kind kind;
-  struct ks__run *run;
-  struct ks_box *box;
-  enum ks_stream stream;
-  size_t len;
-  char data[];
-};
-
-static void ks__run_free(napi_env env, struct ks__run *run) {
+void ks_napi_call_free(napi_env env, struct ks_napi_call *run) {
   /* With env NULL the environment is gone, and its references with it. */
   if (env != NULL) {
     for (int i = 0; i < 2; i++) {
@@ -97,13 +62,11 @@ static void ks__ext_lookup(void) {
 
 /* ---- supervisor thread side --------------------------------------------- */
 
-static void ks__on_output(void *ctx, struct ks_box *box, enum ks_stream s, const char *data,
-                          size_t len) {
-  struct ks_addon *addon = ctx;
-  struct ks__run *run = ks_box_user(box);
-  struct ks__msg *msg;
+void ks_napi_queue_chunk(struct ks_napi_call *run, enum ks_stream s, const char *data,
+                         size_t len) {
+  struct ks_napi_msg *msg;
 
-  if (atomic_load(&run->queued_bytes) + len > KS__STREAM_BUDGET) {
+  if (atomic_load(&run->queued_bytes) + len > KS_NAPI_STREAM_BUDGET) {
     atomic_fetch_add(&run->dropped_chunks, 1);
     return;
   }
@@ -112,30 +75,42 @@ static void ks__on_output(void *ctx, struct ks_box *box, enum ks_stream s, const
     atomic_fetch_add(&run->dropped_chunks, 1);
     return;
   }
-  msg->kind = KS__MSG_CHUNK;
+  msg->kind = KS_NAPI_MSG_CHUNK;
   msg->run = run;
   msg->box = NULL;
+  msg->cell = NULL;
   msg->stream = s;
   msg->len = len;
   memcpy(msg->data, data, len);
   atomic_fetch_add(&run->queued_bytes, len);
-  if (napi_call_threadsafe_function(addon->tsfn, msg, napi_tsfn_nonblocking) != napi_ok) {
+  if (napi_call_threadsafe_function(run->addon->tsfn, msg, napi_tsfn_nonblocking) != napi_ok) {
     atomic_fetch_sub(&run->queued_bytes, len);
     atomic_fetch_add(&run->dropped_chunks, 1);
     free(msg);
   }
 }
 
+static void ks__on_output(void *ctx, struct ks_box *box, enum ks_stream s, const char *data,
+                          size_t len) {
+  (void) ctx;
+  ks_napi_queue_chunk(ks_box_user(box), s, data, len);
+}
+
+static void ks__on_cell_output(void *ctx, struct ks_cell *cell, enum ks_stream s,
+                               const char *data, size_t len) {
+  (void) ctx;
+  ks_napi_queue_chunk(ks_cell_user(cell), s, data, len);
+}
+
 /* Non-ASCII output is decoded here, off the JS thread (ASCII needs no
  * decoding: it becomes an external Latin-1 string as it is). Without the
  * external-string functions, or without memory, the JS thread decodes. */
-static void ks__decode_output(struct ks__run *run, struct ks_box *box) {
-  struct ks_box_result *res = ks_box_result(box);
+void ks_napi_decode_outputs(struct ks_napi_call *run, struct ks_outbuf out[2]) {
   ks__ext_lookup();
   if (atomic_load(&ks__ext.latin1) == NULL || atomic_load(&ks__ext.utf16) == NULL)
     return;
   for (int s = 0; s < 2; s++) {
-    struct ks_outbuf *b = &res->out[s];
+    struct ks_outbuf *b = &out[s];
     size_t len;
     char *bytes;
     if (b->len == 0)
@@ -155,27 +130,38 @@ static void ks__decode_output(struct ks__run *run, struct ks_box *box) {
   }
 }
 
-static void ks__on_done(void *ctx, struct ks_box *box) {
-  struct ks_addon *addon = ctx;
-  struct ks__run *run = ks_box_user(box);
-  struct ks__msg *msg;
+void ks_napi_send_done(struct ks_napi_call *run, struct ks_box *box, struct ks_cell *cell) {
+  struct ks_napi_msg *msg = run->done;
 
-  msg = run->done;
-
-  ks__decode_output(run, box);
   run->done = NULL; /* the message owns itself from here */
-  msg->kind = KS__MSG_DONE;
+  msg->kind = box != NULL ? KS_NAPI_MSG_DONE : KS_NAPI_MSG_CELL_DONE;
   msg->run = run;
   msg->box = box;
+  msg->cell = cell;
   msg->len = 0;
-  if (napi_call_threadsafe_function(addon->tsfn, msg, napi_tsfn_nonblocking) == napi_ok)
+  if (napi_call_threadsafe_function(run->addon->tsfn, msg, napi_tsfn_nonblocking) == napi_ok)
     return;
   /* The environment is closing: nobody is left to settle the promise, and
    * chunks still queued reach ks__call_js without an env, which never
    * touches their run. Only what C owns is freed. */
   free(msg);
-  ks__run_free(NULL, run);
+  ks_napi_call_free(NULL, run);
   ks_box_free(box);
+  ks_cell_free(cell);
+}
+
+static void ks__on_done(void *ctx, struct ks_box *box) {
+  struct ks_napi_call *run = ks_box_user(box);
+  (void) ctx;
+  ks_napi_decode_outputs(run, ks_box_result(box)->out);
+  ks_napi_send_done(run, box, NULL);
+}
+
+static void ks__on_cell_done(void *ctx, struct ks_cell *cell) {
+  struct ks_napi_call *run = ks_cell_user(cell);
+  (void) ctx;
+  ks_napi_decode_outputs(run, ks_cell_result(cell)->out);
+  ks_napi_send_done(run, NULL, cell);
 }
 
 /* ---- JS thread side ------------------------------------------------------ */
@@ -191,11 +177,11 @@ static void ks__free_external(napi_env env, void *data, void *hint) {
  * the common case and every flood of it, becomes an external string over
  * the buffer itself (a 64 MiB result costs 64 MiB, not twice that); other
  * output was decoded off this thread and is wrapped the same way. */
-static napi_value ks__take_string(napi_env env, struct ks__run *run, struct ks_outbuf *b,
-                                  int stream) {
+napi_value ks_napi_take_output(napi_env env, struct ks_napi_call *run, struct ks_outbuf *b,
+                               int stream) {
   napi_value s = NULL;
   size_t len;
-  bool ascii = run->ascii[stream]; /* known from ks__decode_output: no pass here */
+  bool ascii = run->ascii[stream]; /* known from ks_napi_decode_outputs: no pass here */
   char *data;
   bool copied = false;
 
@@ -208,7 +194,7 @@ static napi_value ks__take_string(napi_env env, struct ks__run *run, struct ks_o
                          : atomic_load(&ks__ext.utf16)(env, (char16_t *) t->data, t->length,
                                                        ks__free_external, NULL, &s, &copied);
     if (st != napi_ok)
-      return NULL; /* t->data is still ours: ks__run_free frees it */
+      return NULL; /* t->data is still ours: ks_napi_call_free frees it */
     run->decoded[stream] = false; /* copied or not, the string owns it now */
     return s;
   }
@@ -224,29 +210,47 @@ static napi_value ks__take_string(napi_env env, struct ks__run *run, struct ks_o
   return s;
 }
 
-static napi_value ks__number(napi_env env, double v) {
+napi_value ks_napi_number(napi_env env, double v) {
   napi_value out = NULL;
   (void) napi_create_double(env, v, &out);
   return out;
 }
 
-static napi_value ks__bool(napi_env env, bool v) {
+napi_value ks_napi_bool(napi_env env, bool v) {
   napi_value out = NULL;
   (void) napi_get_boolean(env, v, &out);
   return out;
 }
 
-static napi_value ks__null(napi_env env) {
+napi_value ks_napi_null(napi_env env) {
   napi_value out = NULL;
   (void) napi_get_null(env, &out);
   return out;
 }
 
+napi_value ks_napi_results_value(napi_env env, const struct ks_results *r) {
+  napi_value arr;
+  if (napi_create_array_with_length(env, r->n, &arr) != napi_ok)
+    return NULL;
+  for (size_t i = 0; i < r->n; i++) {
+    napi_value s;
+    if (napi_create_string_utf8(env, r->items[i], r->lens[i], &s) != napi_ok ||
+        napi_set_element(env, arr, (uint32_t) i, s) != napi_ok)
+      return NULL;
+  }
+  return arr;
+}
+
+#define ks__number ks_napi_number
+#define ks__bool ks_napi_bool
+#define ks__null ks_napi_null
+
 /* The raw outcome, as types/binding.d.ts describes it. */
-static napi_value ks__result_object(napi_env env, struct ks__run *run, struct ks_box *box) {
+static napi_value ks__result_object(napi_env env, struct ks_napi_call *run, struct ks_box *box) {
   struct ks_box_result *res = ks_box_result(box);
   napi_value obj;
   napi_value started;
+  napi_value results;
   void *sdata;
   size_t nkeep = res->nstarted < sizeof res->started ? res->nstarted : sizeof res->started;
   napi_value exit_code;
@@ -261,6 +265,9 @@ static napi_value ks__result_object(napi_env env, struct ks__run *run, struct ks
   else if (res->status_known && WIFSIGNALED(res->wait_status))
     signal = ks__number(env, WTERMSIG(res->wait_status));
   if (napi_create_buffer_copy(env, nkeep, res->started, &sdata, &started) != napi_ok)
+    return NULL;
+  results = ks_napi_results_value(env, &res->results);
+  if (results == NULL)
     return NULL;
 
   if (!ks_napi_set(env, obj, "exitCode", exit_code) || !ks_napi_set(env, obj, "signal", signal) ||
@@ -290,7 +297,10 @@ static napi_value ks__result_object(napi_env env, struct ks__run *run, struct ks
                                                           : ks__null(env)) ||
       !ks_napi_set(env, obj, "settledEarly", ks__bool(env, res->settled_early)) ||
       !ks_napi_set(env, obj, "prewarmed", ks__bool(env, res->prewarmed)) ||
-      !ks_napi_set(env, obj, "claimed", ks__bool(env, res->claimed)))
+      !ks_napi_set(env, obj, "claimed", ks__bool(env, res->claimed)) ||
+      !ks_napi_set(env, obj, "taken", ks__bool(env, res->taken)) ||
+      !ks_napi_set(env, obj, "results", results) ||
+      !ks_napi_set(env, obj, "resultsDropped", ks__bool(env, res->results.dropped)))
     return NULL;
   if (ks_box_request_scans(box) && res->scan_errnum == 0) {
     napi_value files = ks_napi_changes_value(env, res->changes, res->nchanges);
@@ -300,16 +310,16 @@ static napi_value ks__result_object(napi_env env, struct ks__run *run, struct ks
     return NULL;
   }
   /* The output last: from here on the strings own its memory. */
-  napi_value out = ks__take_string(env, run, &res->out[KS_STDOUT], KS_STDOUT);
+  napi_value out = ks_napi_take_output(env, run, &res->out[KS_STDOUT], KS_STDOUT);
   if (out == NULL || !ks_napi_set(env, obj, "stdout", out))
     return NULL;
-  out = ks__take_string(env, run, &res->out[KS_STDERR], KS_STDERR);
+  out = ks_napi_take_output(env, run, &res->out[KS_STDERR], KS_STDERR);
   if (out == NULL || !ks_napi_set(env, obj, "stderr", out))
     return NULL;
   return obj;
 }
 
-static void ks__settle(napi_env env, struct ks__run *run, struct ks_box *box) {
+static void ks__settle(napi_env env, struct ks_napi_call *run, struct ks_box *box) {
   struct ks_box_result *res = ks_box_result(box);
   napi_value value;
 
@@ -329,8 +339,8 @@ static void ks__settle(napi_env env, struct ks__run *run, struct ks_box *box) {
     ks_napi_reject_pending(env, run->deferred, "kern-sandbox: could not build the run result");
 }
 
-static void ks__deliver_chunk(napi_env env, struct ks__msg *msg) {
-  struct ks__run *run = msg->run;
+static void ks__deliver_chunk(napi_env env, struct ks_napi_msg *msg) {
+  struct ks_napi_call *run = msg->run;
   napi_value cb = NULL;
   napi_value buf;
   napi_value undefined;
@@ -353,22 +363,26 @@ static void ks__deliver_chunk(napi_env env, struct ks__msg *msg) {
 
 static void ks__call_js(napi_env env, napi_value js_cb, void *context, void *data) {
   struct ks_addon *addon = context;
-  struct ks__msg *msg = data;
+  struct ks_napi_msg *msg = data;
   (void) js_cb;
 
-  if (msg->kind == KS__MSG_CHUNK) {
+  if (msg->kind == KS_NAPI_MSG_CHUNK) {
     if (env != NULL) /* NULL: teardown, nobody left to deliver to */
       ks__deliver_chunk(env, msg);
     free(msg);
     return;
   }
   if (env != NULL) {
-    ks__settle(env, msg->run, msg->box);
+    if (msg->kind == KS_NAPI_MSG_CELL_DONE)
+      ks_napi_settle_cell(env, msg->run, msg->cell);
+    else
+      ks__settle(env, msg->run, msg->box);
     if (!msg->run->parked && --addon->runs_in_flight == 0)
       (void) napi_unref_threadsafe_function(env, addon->tsfn);
   }
-  ks__run_free(env, msg->run);
+  ks_napi_call_free(env, msg->run);
   ks_box_free(msg->box);
+  ks_cell_free(msg->cell);
   free(msg);
 }
 
@@ -392,9 +406,11 @@ static void ks__tsfn_finalize(napi_env env, void *data, void *hint) {
   addon->tsfn = NULL;
 }
 
-static int ks__ensure_supervisor(napi_env env, struct ks_addon *addon, struct ks_err *err) {
+int ks_napi_ensure_supervisor(napi_env env, struct ks_addon *addon, struct ks_err *err) {
   static const struct ks_sup_hooks hooks = {.on_output = ks__on_output,
-                                            .on_done = ks__on_done};
+                                            .on_done = ks__on_done,
+                                            .on_cell_output = ks__on_cell_output,
+                                            .on_cell_done = ks__on_cell_done};
   napi_value name;
 
   if (addon->sup != NULL)
@@ -419,39 +435,11 @@ static int ks__ensure_supervisor(napi_env env, struct ks_addon *addon, struct ks
  * cancelKey: cancelGroup(cancelKey) kills this box alone (an AbortSignal);
  * 0 for none.
  * init: null (argv runs the workload itself, as 0.1.1), or the in-box init's
- * terms: { earlyCap: -1..255, spec: Buffer | null, parkKey, claimKey }
- * (ks_box_request). With parkKey the box is started and parked; its promise
+ * terms: { earlyCap: -1..255, spec: Buffer | null, parkKey, claimKey,
+ * run: null | { code: Buffer, resultMax, results: bool } (the RUN of an
+ * --interp box), resultMax, kernelKey } (ks_box_request). With parkKey the box is started and parked; its promise
  * settles when it ends ({ claimed: true } once a call took it over), and
  * holds no reference on the loop; dropParked(parkKey) recycles it. -------- */
-
-static napi_value ks__prop(napi_env env, napi_value obj, const char *name) {
-  napi_value v = NULL;
-  if (napi_get_named_property(env, obj, name, &v) != napi_ok)
-    (void) napi_get_undefined(env, &v);
-  return v;
-}
-
-static bool ks__is_function(napi_env env, napi_value v) {
-  napi_valuetype t;
-  return napi_typeof(env, v, &t) == napi_ok && t == napi_function;
-}
-
-/* A group or call key: an integer from 0 (none) up to 2^53 - 1. */
-static bool ks__get_key(napi_env env, napi_value v, const char *what, uint64_t *out) {
-  double key = 0;
-  if (napi_get_value_double(env, v, &key) != napi_ok) {
-    ks_napi_throw_last(env);
-    return false;
-  }
-  if (!(key >= 0 && key <= 9007199254740991.0) || key != (double) (uint64_t) key) {
-    char msg[64];
-    (void) snprintf(msg, sizeof msg, "kern-sandbox: %s out of range", what);
-    napi_throw_range_error(env, "ERR_OUT_OF_RANGE", msg);
-    return false;
-  }
-  *out = (uint64_t) key;
-  return true;
-}
 
 static bool ks__get_named_double(napi_env env, napi_value obj, const char *name, double *out) {
   napi_value v;
@@ -459,6 +447,43 @@ static bool ks__get_named_double(napi_env env, napi_value obj, const char *name,
       napi_get_value_double(env, v, out) != napi_ok) {
     napi_throw_type_error(env, "ERR_INVALID_ARG_TYPE", "kern-sandbox: run(): bad init terms");
     return false;
+  }
+  return true;
+}
+
+/* The interpreter terms of an --interp box: its RUN, and its kernel key. */
+static bool ks__get_interp_terms(napi_env env, napi_value terms, struct ks_box_request *req) {
+  napi_value run = ks_napi_prop(env, terms, "run");
+  napi_valuetype t;
+  double result_max;
+
+  if (!ks_napi_get_key(env, ks_napi_prop(env, terms, "kernelKey"), "kernelKey", &req->kernel_key) ||
+      !ks_napi_get_count(env, ks_napi_prop(env, terms, "resultMax"), "resultMax", 4294967295.0,
+                     &result_max))
+    return false;
+  req->result_max = (size_t) result_max;
+  if (napi_typeof(env, run, &t) != napi_ok) {
+    ks_napi_throw_last(env);
+    return false;
+  }
+  if (t == napi_object) {
+    void *code;
+    size_t len;
+    bool results = false;
+    struct ks_ip_run head;
+    if (!ks_napi_get_buffer(env, ks_napi_prop(env, run, "code"), &code, &len))
+      return false;
+    if (napi_get_value_bool(env, ks_napi_prop(env, run, "results"), &results) != napi_ok) {
+      napi_throw_type_error(env, "ERR_INVALID_ARG_TYPE", "kern-sandbox: run(): bad RUN terms");
+      return false;
+    }
+    head.result_max = (uint32_t) req->result_max;
+    head.flags = results ? KS_IP_RESULTS : 0;
+    req->ip_msg = ks_ip_frame(KS_IP_RUN, 0, &head, sizeof head, code, len, &req->ip_msg_len);
+    if (req->ip_msg == NULL) {
+      napi_throw_error(env, "ENOMEM", "kern-sandbox: out of memory");
+      return false;
+    }
   }
   return true;
 }
@@ -476,8 +501,8 @@ static bool ks__get_init_terms(napi_env env, napi_value terms, struct ks_box_req
   if (t == napi_null || t == napi_undefined)
     return true;
   if (!ks__get_named_double(env, terms, "earlyCap", &early) ||
-      !ks__get_key(env, ks__prop(env, terms, "parkKey"), "parkKey", &req->park_key) ||
-      !ks__get_key(env, ks__prop(env, terms, "claimKey"), "claimKey", &req->claim_key))
+      !ks_napi_get_key(env, ks_napi_prop(env, terms, "parkKey"), "parkKey", &req->park_key) ||
+      !ks_napi_get_key(env, ks_napi_prop(env, terms, "claimKey"), "claimKey", &req->claim_key))
     return false;
   if (!(early >= -1 && early <= 255) || early != (double) (int) early) {
     napi_throw_range_error(env, "ERR_OUT_OF_RANGE", "kern-sandbox: earlyCap out of range");
@@ -485,6 +510,8 @@ static bool ks__get_init_terms(napi_env env, napi_value terms, struct ks_box_req
   }
   req->channel = true;
   req->early_cap = (int) early;
+  if (!ks__get_interp_terms(env, terms, req))
+    return false;
   if (napi_get_named_property(env, terms, "spec", &spec) != napi_ok ||
       napi_is_buffer(env, spec, &is_buffer) != napi_ok) {
     ks_napi_throw_last(env);
@@ -570,8 +597,8 @@ static bool ks__get_request(napi_env env, napi_value *argv, struct ks_box_reques
   }
   req->timeout_ns = (uint64_t) (timeout_ms * 1e6);
   req->cap = (size_t) cap;
-  req->stream[KS_STDOUT] = ks__is_function(env, argv[8]);
-  req->stream[KS_STDERR] = ks__is_function(env, argv[9]);
+  req->stream[KS_STDOUT] = ks_napi_is_function(env, argv[8]);
+  req->stream[KS_STDERR] = ks_napi_is_function(env, argv[9]);
   {
     napi_valuetype t;
     if (napi_typeof(env, argv[10], &t) != napi_ok) {
@@ -588,8 +615,8 @@ static bool ks__get_request(napi_env env, napi_value *argv, struct ks_box_reques
       ks_ws_watch_ref(req->watch);
     }
   }
-  if (!ks__get_key(env, argv[11], "group", &req->group) ||
-      !ks__get_key(env, argv[13], "cancelKey", &req->call))
+  if (!ks_napi_get_key(env, argv[11], "group", &req->group) ||
+      !ks_napi_get_key(env, argv[13], "cancelKey", &req->call))
     return false;
   req->early_cap = -1;
   if (!ks__get_init_terms(env, argv[14], req))
@@ -627,7 +654,7 @@ static napi_value ks__run(napi_env env, napi_callback_info info) {
   napi_value argv[15];
   struct ks_addon *addon;
   struct ks_box_request req;
-  struct ks__run *run = NULL;
+  struct ks_napi_call *run = NULL;
   struct ks_box *box = NULL;
   struct ks_err err;
   napi_value promise = NULL;
@@ -640,26 +667,15 @@ static napi_value ks__run(napi_env env, napi_callback_info info) {
   }
   if (!ks__get_request(env, argv, &req))
     goto fail;
-
-  run = calloc(1, sizeof *run);
-  if (run == NULL) {
-    napi_throw_error(env, "ENOMEM", "kern-sandbox: out of memory");
+  run = ks_napi_call_new(env, addon, argv + 8, req.stream);
+  if (run == NULL)
     goto fail;
-  }
-  run->addon = addon;
-  run->parked = req.park_key != 0;
-  run->done = malloc(sizeof *run->done);
-  if (run->done == NULL) {
-    napi_throw_error(env, "ENOMEM", "kern-sandbox: out of memory");
-    goto fail;
-  }
-  for (int s = 0; s < 2; s++) {
-    if (req.stream[s])
-      KS_NAPI_CALL_GOTO(env, napi_create_reference(env, argv[8 + s], 1, &run->cb[s]), fail);
-  }
+  /* Neither an idle prewarmed box nor an idle kernel keeps the process
+   * alive: a kernel's cells do, while they run. */
+  run->parked = req.park_key != 0 || req.kernel_key != 0;
 
   ks_err_clear(&err);
-  if (ks__ensure_supervisor(env, addon, &err) < 0) {
+  if (ks_napi_ensure_supervisor(env, addon, &err) < 0) {
     ks_napi_throw_system(env, &err);
     goto fail;
   }
@@ -673,11 +689,10 @@ static napi_value ks__run(napi_env env, napi_callback_info info) {
     ks_err_set(&err, ECANCELED, "spawn", NULL);
     ks_napi_reject_system(env, run->deferred, &err);
     ks_box_free(box);
-    ks__run_free(env, run);
+    ks_napi_call_free(env, run);
     return promise;
   }
-  if (!run->parked && addon->runs_in_flight++ == 0)
-    (void) napi_ref_threadsafe_function(env, addon->tsfn);
+  ks_napi_call_begun(env, run);
   return promise;
 
 fail:
@@ -686,8 +701,37 @@ fail:
   else
     ks_box_request_free(&req);
   if (run != NULL)
-    ks__run_free(env, run);
+    ks_napi_call_free(env, run);
   return NULL;
+}
+
+struct ks_napi_call *ks_napi_call_new(napi_env env, struct ks_addon *addon,
+                                      const napi_value cbs[2], const bool stream[2]) {
+  struct ks_napi_call *run = calloc(1, sizeof *run);
+  if (run == NULL) {
+    napi_throw_error(env, "ENOMEM", "kern-sandbox: out of memory");
+    return NULL;
+  }
+  run->addon = addon;
+  run->done = malloc(sizeof *run->done);
+  if (run->done == NULL) {
+    napi_throw_error(env, "ENOMEM", "kern-sandbox: out of memory");
+    ks_napi_call_free(env, run);
+    return NULL;
+  }
+  for (int s = 0; s < 2; s++) {
+    if (stream[s] && napi_create_reference(env, cbs[s], 1, &run->cb[s]) != napi_ok) {
+      ks_napi_throw_last(env);
+      ks_napi_call_free(env, run);
+      return NULL;
+    }
+  }
+  return run;
+}
+
+void ks_napi_call_begun(napi_env env, struct ks_napi_call *run) {
+  if (!run->parked && run->addon->runs_in_flight++ == 0)
+    (void) napi_ref_threadsafe_function(env, run->addon->tsfn);
 }
 
 /* One of the supervisor's counts, 0 before it starts. */
@@ -808,6 +852,8 @@ bool ks_napi_init_run(napi_env env, napi_value exports) {
         !ks_napi_set(env, exports, fns[i].name, fn))
       return false;
   }
+  if (!ks_napi_init_cell(env, exports))
+    return false;
   if (napi_create_int32(env, KS_BOX_STARTED_FD, &v) != napi_ok ||
       !ks_napi_set(env, exports, "STARTED_FD", v))
     return false;

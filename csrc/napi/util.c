@@ -146,3 +146,60 @@ char **ks_napi_get_strv(napi_env env, napi_value value) {
   }
   return v;
 }
+
+napi_value ks_napi_prop(napi_env env, napi_value obj, const char *name) {
+  napi_value v = NULL;
+  if (napi_get_named_property(env, obj, name, &v) != napi_ok)
+    (void) napi_get_undefined(env, &v);
+  return v;
+}
+
+bool ks_napi_is_function(napi_env env, napi_value v) {
+  napi_valuetype t;
+  return napi_typeof(env, v, &t) == napi_ok && t == napi_function;
+}
+
+/* A group or call key: an integer from 0 (none) up to 2^53 - 1. */
+bool ks_napi_get_key(napi_env env, napi_value v, const char *what, uint64_t *out) {
+  double key = 0;
+  if (napi_get_value_double(env, v, &key) != napi_ok) {
+    ks_napi_throw_last(env);
+    return false;
+  }
+  if (!(key >= 0 && key <= 9007199254740991.0) || key != (double) (uint64_t) key) {
+    char msg[64];
+    (void) snprintf(msg, sizeof msg, "kern-sandbox: %s out of range", what);
+    napi_throw_range_error(env, "ERR_OUT_OF_RANGE", msg);
+    return false;
+  }
+  *out = (uint64_t) key;
+  return true;
+}
+
+/* A whole number from 0 up to max, or a RangeError naming what. */
+bool ks_napi_get_count(napi_env env, napi_value v, const char *what, double max,
+                          double *out) {
+  if (napi_get_value_double(env, v, out) != napi_ok) {
+    ks_napi_throw_last(env);
+    return false;
+  }
+  if (!(*out >= 0 && *out <= max) || *out != (double) (uint64_t) *out) {
+    char msg[80];
+    (void) snprintf(msg, sizeof msg, "kern-sandbox: %s out of range", what);
+    napi_throw_range_error(env, "ERR_OUT_OF_RANGE", msg);
+    return false;
+  }
+  return true;
+}
+
+/* The body of a Buffer argument; false with an exception if not one. */
+bool ks_napi_get_buffer(napi_env env, napi_value v, void **data, size_t *len) {
+  bool is_buffer = false;
+  if (napi_is_buffer(env, v, &is_buffer) != napi_ok || !is_buffer ||
+      napi_get_buffer_info(env, v, data, len) != napi_ok) {
+    napi_throw_type_error(env, "ERR_INVALID_ARG_TYPE", "kern-sandbox: a Buffer was expected");
+    return false;
+  }
+  return true;
+}
+

@@ -4,10 +4,22 @@
 
 #ifndef NAPI_VERSION
 #define NAPI_VERSION 8
+/* obj[name], or undefined. */
+napi_value ks_napi_prop(napi_env env, napi_value obj, const char *name);
+bool ks_napi_is_function(napi_env env, napi_value v);
+/* A group, call or kernel key: an integer from 0 (none) up to 2^53 - 1;
+ * false with a RangeError naming what otherwise. */
+bool ks_napi_get_key(napi_env env, napi_value v, const char *what, uint64_t *out);
+/* A whole number from 0 up to max; false with a RangeError otherwise. */
+bool ks_napi_get_count(napi_env env, napi_value v, const char *what, double max, double *out);
+/* A Buffer's bytes; false with a TypeError if v is not one. */
+bool ks_napi_get_buffer(napi_env env, napi_value v, void **data, size_t *len);
+
 #endif
 #include <node_api.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "../core/err.h"
 
@@ -57,5 +69,16 @@ void ks_napi_free_strv(char **v);
 
 /* Sets obj[name] = value, returning false (with an exception pending) on failure. */
 bool ks_napi_set(napi_env env, napi_value obj, const char *name, napi_value value);
+
+/* obj[name], or undefined. */
+napi_value ks_napi_prop(napi_env env, napi_value obj, const char *name);
+bool ks_napi_is_function(napi_env env, napi_value v);
+/* A group, call or kernel key: an integer from 0 (none) up to 2^53 - 1;
+ * false with a RangeError naming what otherwise. */
+bool ks_napi_get_key(napi_env env, napi_value v, const char *what, uint64_t *out);
+/* A whole number from 0 up to max; false with a RangeError otherwise. */
+bool ks_napi_get_count(napi_env env, napi_value v, const char *what, double max, double *out);
+/* A Buffer's bytes; false with a TypeError if v is not one. */
+bool ks_napi_get_buffer(napi_env env, napi_value v, void **data, size_t *len);
 
 #endif

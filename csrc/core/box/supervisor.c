@@ -6,7 +6,7 @@
  * pending list, which the lock guards. A box is never freed in the middle of
  * an epoll batch, so no event of the batch can point at freed memory. */
 #define _GNU_SOURCE
-#include "supervisor.h"
+#include "sup-internal.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -24,159 +24,7 @@
 #include "../envfd.h"
 #include "../util.h"
 
-#define KS__MS 1000000ULL
-#define KS__SEC 1000000000ULL
-/* After kern exits, a process outside its group (a double-forked daemon) may
- * still hold the pipes: read what it already wrote, but only this long. */
-#define KS__DRAIN_GRACE_NS (250 * KS__MS)
-/* A SIGKILLed kern that is still not reapable after this long (stuck in the
- * kernel) is left to the helper list, and the run completes without it. */
-#define KS__KILL_GRACE_NS (3 * KS__SEC)
-/* `kern stop` gets this long before it is killed too. */
-#define KS__STOP_DEADLINE_NS (10 * KS__SEC)
-/* At teardown, how long all kerns together get to end after SIGKILL before
- * the ones left are waited for by their own threads. */
-#define KS__TEARDOWN_WAIT_NS (KS__SEC / 2)
-/* Bytes read from one pipe per wakeup, so one flood cannot starve the rest. */
-#define KS__READ_BUDGET (4u << 20)
-/* A read goes into the output buffer's free tail once that tail holds at
- * least this much; below it the buffer doubles first. Asking for a big tail
- * on every read (256 KiB, as this once did) made a kern that writes its
- * one-line warning in three pieces cost a 256 KiB then a 512 KiB block, a
- * 256 KiB copy and ~130 page faults: ~1.5 ms of this thread per call. */
-#define KS__READ_ROOM_MIN (4u << 10)
-/* Bytes past the cap go to /dev/null this many at a time. */
-#define KS__SPLICE_CHUNK (1u << 20)
-#define KS__SCRATCH_SIZE (64u << 10)
-/* A box whose call settled at the init's report is left to kern's teardown
- * (~5-10 ms) this long, then killed and `kern stop`ped like a timed-out one:
- * close() promises no kern of the session 500 ms after it. */
-#define KS__TAIL_GRACE_NS (400 * KS__MS)
-#define KS__MAX_EVENTS 64
-
-enum ks__watch_kind {
-  KS__W_STDOUT = KS_STDOUT,
-  KS__W_STDERR = KS_STDERR,
-  KS__W_STARTED,
-  KS__W_PIDFD,
-  KS__W_WAKE,
-  KS__W_AUX,
-  KS__W_CTL,
-  KS__W_TAIL_FD,
-  KS__W_TAIL_PIDFD,
-};
-
-struct ks__watch {
-  enum ks__watch_kind kind;
-  void *owner;
-};
-
-/* The read ends we hold for one box: stdout, stderr, started. */
-#define KS__BOX_PIPES 3
-
-enum ks__scan_phase { KS__SCAN_BEFORE, KS__SCAN_AFTER };
-
-struct ks_box {
-  struct ks_box_request req;
-  struct ks_box_result res;
-  void *user;
-  struct ks_ws_watch_call wcall;
-  bool wcall_open; /* begun on the scan thread, not yet ended */
-  enum ks__scan_phase scan_phase;
-  struct ks_box *next;
-  struct ks_box *prev;
-  struct ks_proc proc;
-  int fd[KS__BOX_PIPES];
-  bool pipe_grown[2]; /* stdout/stderr pipe enlarged for a heavy writer */
-  struct ks__watch watch[KS__BOX_PIPES + 1];
-  uint64_t start_ns;
-  uint64_t deadline_ns;
-  uint64_t drain_deadline_ns;
-  uint64_t kill_deadline_ns;
-  bool exited;
-  bool killed;
-  bool parked;                /* a prewarm box waiting for its call */
-  int ctl;                    /* our end of the init's control channel, or -1 */
-  struct ks__watch ctl_watch;
-  struct ks_chan_reader chan;
-  size_t spec_sent;           /* bytes of req.spec written to ctl */
-  bool ctl_out;               /* ctl is watched for EPOLLOUT too */
-  bool settle_early;          /* the report came: settle at the sweep, after the
-                               * batch (later events of it may name this box) */
-  uint64_t forget;            /* nonzero: not a box but ks_sup_forget_group's
-                               * marker in the pending list (see there) */
-};
-
-/* A kern still tearing down a box whose call settled at the init's report:
- * its descriptors are drained and dropped (kern must never write into a
- * closed pipe), its exit reaped, and past the grace it is killed and
- * `kern stop`ped. */
-#define KS__TAIL_FDS (KS__BOX_PIPES + 1) /* the pipes and the channel */
-struct ks__tail {
-  struct ks_proc proc;
-  int fd[KS__TAIL_FDS];
-  struct ks__watch watch[KS__TAIL_FDS];
-  struct ks__watch pid_watch;
-  bool reaped; /* freed at the sweep: later events of the batch may name it */
-  uint64_t deadline_ns;
-  char *path;
-  int exec_fd;
-  char **stop_argv;
-  char **envp;
-  struct ks__tail *next;
-  struct ks__tail *prev;
-};
-
-/* A helper process we still owe a reap: `kern stop`, or a kern we gave up
- * waiting for. */
-struct ks__aux {
-  struct ks_proc proc;
-  uint64_t deadline_ns;
-  struct ks__watch watch;
-  struct ks__aux *next;
-  struct ks__aux *prev;
-};
-
-/* The scan thread's queue. */
-struct ks__scanner {
-  pthread_t thread;
-  pthread_mutex_t lock;
-  pthread_cond_t cond;
-  struct ks_box *head; /* guarded by lock */
-  struct ks_box *tail; /* guarded by lock */
-  bool stopped;        /* guarded by lock */
-};
-
-struct ks_sup {
-  pthread_t thread;
-  struct ks__scanner scanner;
-  int epfd;
-  int wakefd;
-  int devnull;
-  pthread_mutex_t lock;
-  struct ks_box *pending_head; /* guarded by lock */
-  struct ks_box *pending_tail; /* guarded by lock */
-  bool stopping;               /* guarded by lock */
-  uint64_t *cancelled;         /* cancelled groups, guarded by lock */
-  size_t ncancelled;           /* guarded by lock */
-  size_t cancelled_cap;        /* guarded by lock */
-  size_t forgets_pending;      /* forget markers queued, guarded by lock */
-  uint64_t *drops;             /* park keys to recycle, guarded by lock */
-  size_t ndrops;               /* guarded by lock */
-  size_t drops_cap;            /* guarded by lock */
-  _Atomic size_t live_count;
-  struct ks_box *live;
-  struct ks__aux *aux;
-  _Atomic size_t aux_count;
-  struct ks__tail *tails;
-  _Atomic size_t tail_count;
-  struct ks_sup_hooks hooks;
-  void *ctx;
-  struct ks__watch wake_watch;
-  char scratch[KS__SCRATCH_SIZE];
-};
-
-static uint64_t ks__now_ns(void) {
+uint64_t ks__now_ns(void) {
   struct timespec ts;
   /* Monotonic: a jump of the wall clock moves no deadline. */
   (void) clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -202,6 +50,7 @@ void ks_box_request_free(struct ks_box_request *req) {
   free(req->env_data);
   free(req->tmpdir);
   free(req->spec);
+  free(req->ip_msg);
   memset(req, 0, sizeof *req);
 }
 
@@ -216,7 +65,10 @@ struct ks_box *ks_box_new(struct ks_box_request *req, void *user) {
   for (int i = 0; i < KS__BOX_PIPES; i++)
     box->fd[i] = -1;
   box->ctl = -1;
+  box->pending_fd = -1;
   ks_chan_init(&box->chan);
+  ks__ip_box_init(box);
+  ks_results_init(&box->res.results, box->req.result_max);
   ks_outbuf_init(&box->res.out[KS_STDOUT], box->req.cap);
   ks_outbuf_init(&box->res.out[KS_STDERR], box->req.cap);
   return box;
@@ -238,6 +90,10 @@ void ks_box_free(struct ks_box *box) {
     ks_ws_watch_abandon(box->req.watch, &box->wcall);
   if (box->ctl >= 0)
     ks_close_keep_errno(box->ctl);
+  if (box->pending_fd >= 0)
+    ks_close_keep_errno(box->pending_fd);
+  ks__ip_box_free(box);
+  ks_results_free(&box->res.results);
   ks_box_request_free(&box->req);
   free(box->res.changes);
   ks_outbuf_free(&box->res.out[KS_STDOUT]);
@@ -247,7 +103,7 @@ void ks_box_free(struct ks_box *box) {
 
 /* ---- epoll bookkeeping ------------------------------------------------- */
 
-static int ks__watch_add(struct ks_sup *sup, int fd, struct ks__watch *w) {
+int ks__watch_add(struct ks_sup *sup, int fd, struct ks__watch *w) {
   struct epoll_event ev = {.events = EPOLLIN, .data.ptr = w};
   return epoll_ctl(sup->epfd, EPOLL_CTL_ADD, fd, &ev) < 0 ? -errno : 0;
 }
@@ -255,7 +111,7 @@ static int ks__watch_add(struct ks_sup *sup, int fd, struct ks__watch *w) {
 /* Deregister before closing: a forked child elsewhere in the host may share
  * the open file description, and epoll would keep reporting it to a watch
  * that no longer exists. */
-static void ks__watch_close(struct ks_sup *sup, int *fd) {
+void ks__watch_close(struct ks_sup *sup, int *fd) {
   if (*fd < 0)
     return;
   (void) epoll_ctl(sup->epfd, EPOLL_CTL_DEL, *fd, NULL);
@@ -501,7 +357,7 @@ static void ks__report_spawn_failure(struct ks_sup *sup, struct ks_box *box,
   ks__after_box(sup, box);
 }
 
-static int ks__pipe_nonblocking_read(int fds[2], struct ks_err *err) {
+int ks__pipe_nonblocking_read(int fds[2], struct ks_err *err) {
   if (pipe2(fds, O_CLOEXEC) < 0)
     return ks_err_set(err, errno, "pipe2", NULL);
   /* Only our end: kern and the box write in blocking mode as usual. */
@@ -619,6 +475,8 @@ static void ks__spawn_box(struct ks_sup *sup, struct ks_box *box) {
   if (box->req.park_key != 0) {
     box->parked = true; /* no call: no deadline until one claims it */
     box->deadline_ns = UINT64_MAX;
+  } else if (box->req.kernel_key != 0) {
+    box->deadline_ns = UINT64_MAX; /* a kernel lives until closed; its cells have deadlines */
   } else {
     box->deadline_ns = box->start_ns + box->req.timeout_ns;
   }
@@ -644,35 +502,35 @@ static void ks__maybe_grow_pipe(struct ks_box *box, enum ks_stream s, size_t dra
   (void) fcntl(box->fd[s], F_SETPIPE_SZ, (int) KS__PIPE_GROWN);
 }
 
-static void ks__drain_output(struct ks_sup *sup, struct ks_box *box, enum ks_stream s,
-                             size_t budget) {
-  struct ks_outbuf *b = &box->res.out[s];
-  bool report = box->req.stream[s];
+size_t ks__drain_fd(struct ks_sup *sup, int *fd, struct ks_outbuf *b, bool report,
+                    void (*emit)(struct ks_sup *sup, void *owner, enum ks_stream s,
+                                 const char *data, size_t len),
+                    void *owner, enum ks_stream s, size_t budget) {
   size_t done = 0;
 
-  while (box->fd[s] >= 0 && done < budget) {
+  while (*fd >= 0 && done < budget) {
     ssize_t n;
     size_t room;
 
     if (ks_outbuf_reserve(b, KS__READ_ROOM_MIN, &room) == 0) {
-      n = read(box->fd[s], b->data + b->len, room);
+      n = read(*fd, b->data + b->len, room);
       if (n > 0) {
         ks_outbuf_commit(b, (size_t) n);
         if (report)
-          sup->hooks.on_output(sup->ctx, box, s, b->data + b->len - n, (size_t) n);
+          emit(sup, owner, s, b->data + b->len - n, (size_t) n);
       }
     } else if (!report) {
-      n = splice(box->fd[s], NULL, sup->devnull, NULL, KS__SPLICE_CHUNK, SPLICE_F_NONBLOCK);
+      n = splice(*fd, NULL, sup->devnull, NULL, KS__SPLICE_CHUNK, SPLICE_F_NONBLOCK);
       if (n < 0 && (errno == EINVAL || errno == ENOSYS)) /* no splice to this fd */
-        n = read(box->fd[s], sup->scratch, sizeof sup->scratch);
+        n = read(*fd, sup->scratch, sizeof sup->scratch);
       if (n > 0)
         b->discarded += (uint64_t) n;
     } else {
       /* Full, or out of memory: either way keep the pipe moving. */
-      n = read(box->fd[s], sup->scratch, sizeof sup->scratch);
+      n = read(*fd, sup->scratch, sizeof sup->scratch);
       if (n > 0) {
         b->discarded += (uint64_t) n;
-        sup->hooks.on_output(sup->ctx, box, s, sup->scratch, (size_t) n);
+        emit(sup, owner, s, sup->scratch, (size_t) n);
       }
     }
 
@@ -682,12 +540,24 @@ static void ks__drain_output(struct ks_sup *sup, struct ks_box *box, enum ks_str
     }
     if (n < 0 && errno == EINTR)
       continue;
-    if (n < 0 && errno == EAGAIN) {
-      ks__maybe_grow_pipe(box, s, done);
+    if (n < 0 && errno == EAGAIN)
       break;
-    }
-    ks__watch_close(sup, &box->fd[s]); /* EOF or a broken pipe */
+    ks__watch_close(sup, fd); /* EOF or a broken pipe */
   }
+  return done;
+}
+
+static void ks__emit_box_output(struct ks_sup *sup, void *owner, enum ks_stream s,
+                                const char *data, size_t len) {
+  sup->hooks.on_output(sup->ctx, owner, s, data, len);
+}
+
+static void ks__drain_output(struct ks_sup *sup, struct ks_box *box, enum ks_stream s,
+                             size_t budget) {
+  size_t done = ks__drain_fd(sup, &box->fd[s], &box->res.out[s], box->req.stream[s],
+                             ks__emit_box_output, box, s, budget);
+  if (box->fd[s] >= 0 && done < budget)
+    ks__maybe_grow_pipe(box, s, done); /* drained to EAGAIN */
 }
 
 static void ks__drain_started(struct ks_sup *sup, struct ks_box *box) {
@@ -714,7 +584,7 @@ static void ks__drain_started(struct ks_sup *sup, struct ks_box *box) {
 
 /* ---- the init's channel, prewarmed boxes, tails ------------------------- */
 
-static int ks__watch_mod(struct ks_sup *sup, int fd, struct ks__watch *w, uint32_t events) {
+int ks__watch_mod(struct ks_sup *sup, int fd, struct ks__watch *w, uint32_t events) {
   struct epoll_event ev = {.events = events, .data.ptr = w};
   return epoll_ctl(sup->epfd, EPOLL_CTL_MOD, fd, &ev) < 0 ? -errno : 0;
 }
@@ -765,6 +635,8 @@ static void ks__tail_adopt(struct ks_sup *sup, struct ks_box *box, uint64_t now)
 static void ks__settle_early(struct ks_sup *sup, struct ks_box *box, uint64_t now) {
   int code = ks_chan_exit_code(&box->chan.rep);
 
+  ks__ip_drain(sup, box, now); /* results and the TAKEN sent before the exit */
+  ks__ip_box_end(sup, box, "the kernel's interpreter exited");
   ks__drain_output(sup, box, KS_STDOUT, KS__READ_BUDGET);
   ks__drain_output(sup, box, KS_STDERR, KS__READ_BUDGET);
   box->res.status_known = true;
@@ -780,16 +652,67 @@ static void ks__settle_early(struct ks_sup *sup, struct ks_box *box, uint64_t no
   ks__after_box(sup, box);
 }
 
+/* Descriptors that came with bytes of the channel: the first is kept for
+ * the ATTACH frame it rode on (the init sends nothing else with one); any
+ * other is closed at once. */
+static void ks__take_fds(struct ks_box *box, struct msghdr *msg) {
+  for (struct cmsghdr *c = CMSG_FIRSTHDR(msg); c != NULL; c = CMSG_NXTHDR(msg, c)) {
+    size_t n;
+    if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+      continue;
+    n = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+    for (size_t i = 0; i < n; i++) {
+      int fd;
+      memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof fd);
+      if (box->pending_fd < 0)
+        box->pending_fd = fd;
+      else
+        ks_close_keep_errno(fd);
+    }
+  }
+}
+
+/* What one frame of the channel completed. */
+static void ks__on_chan_event(struct ks_sup *sup, struct ks_box *box, enum ks_chan_event ev) {
+  int fd;
+  switch (ev) {
+  case KS_CHAN_TAKEN:
+    box->res.taken = true;
+    break;
+  case KS_CHAN_ATTACH:
+    fd = box->pending_fd;
+    box->pending_fd = -1;
+    if (fd >= 0)
+      ks__ip_attach(sup, box, fd);
+    break;
+  default:
+    break;
+  }
+}
+
 static void ks__on_ctl(struct ks_sup *sup, struct ks_box *box, uint32_t events, uint64_t now) {
   unsigned char buf[256];
+  union {
+    struct cmsghdr align;
+    char buf[CMSG_SPACE(4 * sizeof(int))];
+  } control;
   const struct ks_init_report *rep = &box->chan.rep;
 
   if ((events & EPOLLOUT) && box->req.spec != NULL)
     ks__send_spec(sup, box);
   while (box->ctl >= 0) {
-    ssize_t n = read(box->ctl, buf, sizeof buf);
+    struct iovec iov = {.iov_base = buf, .iov_len = sizeof buf};
+    struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = control.buf,
+                         .msg_controllen = sizeof control.buf};
+    ssize_t n = recvmsg(box->ctl, &msg, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
     if (n > 0) {
-      (void) ks_chan_feed(&box->chan, buf, (size_t) n);
+      size_t off = 0;
+      ks__take_fds(box, &msg);
+      while (off < (size_t) n) {
+        enum ks_chan_event ev;
+        off += ks_chan_feed(&box->chan, buf + off, (size_t) n - off, &ev);
+        ks__on_chan_event(sup, box, ev);
+      }
       continue;
     }
     if (n < 0 && errno == EINTR)
@@ -849,6 +772,9 @@ static bool ks__adopt_parked(struct ks_sup *sup, struct ks_box *box) {
   box->ctl_watch.owner = box;
   (void) ks__watch_mod(sup, box->ctl, &box->ctl_watch, EPOLLIN);
   box->chan = p->chan;
+  box->pending_fd = p->pending_fd;
+  p->pending_fd = -1;
+  ks__ip_adopt(sup, box, p);
   /* What kern printed while the box started belongs to this call. */
   for (int s = 0; s < 2; s++) {
     struct ks_outbuf mine = box->res.out[s];
@@ -870,7 +796,7 @@ static bool ks__adopt_parked(struct ks_sup *sup, struct ks_box *box) {
   box->req.stop_argv = p->req.stop_argv;
   p->req.stop_argv = stop;
   box->start_ns = now;
-  box->deadline_ns = now + box->req.timeout_ns;
+  box->deadline_ns = box->req.kernel_key != 0 ? UINT64_MAX : now + box->req.timeout_ns;
   box->res.prewarmed = true;
   ks__live_unlink(sup, p);
   p->res.claimed = true; /* its own run settles now, with nothing of its own */
@@ -1014,6 +940,17 @@ static void ks__on_kern_exit(struct ks_sup *sup, struct ks_box *box, uint64_t no
   ks_proc_close(&box->proc);
 }
 
+bool ks__key_cancelled(struct ks_sup *sup, uint64_t key) {
+  bool found = false;
+  if (key == 0)
+    return false;
+  pthread_mutex_lock(&sup->lock);
+  for (size_t i = 0; i < sup->ncancelled && !found; i++)
+    found = sup->cancelled[i] == key;
+  pthread_mutex_unlock(&sup->lock);
+  return found;
+}
+
 /* Whether the box's session group or its own call key was cancelled. */
 static bool ks__box_cancelled(struct ks_sup *sup, const struct ks_box *box) {
   uint64_t group = box->req.group;
@@ -1032,7 +969,7 @@ static bool ks__box_cancelled(struct ks_sup *sup, const struct ks_box *box) {
 
 /* Our deadline fired, or the box's session was closed or its call aborted:
  * kern goes now. */
-static void ks__kill_box(struct ks_sup *sup, struct ks_box *box, uint64_t now, bool timeout) {
+void ks__kill_box(struct ks_sup *sup, struct ks_box *box, uint64_t now, bool timeout) {
   box->killed = true;
   if (timeout)
     box->res.timed_out = true;
@@ -1059,6 +996,8 @@ static void ks__abandon_kern(struct ks_sup *sup, struct ks_box *box, uint64_t no
 }
 
 static void ks__finish_box(struct ks_sup *sup, struct ks_box *box, struct ks__stop **stops) {
+  ks__ip_drain(sup, box, ks__now_ns());
+  ks__ip_box_end(sup, box, box->killed ? "the kernel's box was killed" : "the kernel's box ended");
   /* Whatever is still buffered in the pipes was written before the end. */
   ks__drain_output(sup, box, KS_STDOUT, KS__READ_BUDGET);
   ks__drain_output(sup, box, KS_STDERR, KS__READ_BUDGET);
@@ -1116,6 +1055,7 @@ static void ks__sweep(struct ks_sup *sup, uint64_t now) {
     box = next;
   }
   ks__run_stops(sup, stops);
+  ks__cells_sweep(sup, now);
   for (struct ks__tail *t = sup->tails, *next; t != NULL; t = next) {
     next = t->next;
     if (t->reaped)
@@ -1149,6 +1089,11 @@ static int ks__next_timeout_ms(struct ks_sup *sup, uint64_t now) {
   for (struct ks__tail *t = sup->tails; t != NULL; t = t->next) {
     if (t->deadline_ns < next)
       next = t->deadline_ns;
+  }
+  {
+    uint64_t c = ks__cells_next_deadline(sup);
+    if (c < next)
+      next = c;
   }
   if (next == UINT64_MAX)
     return -1;
@@ -1187,6 +1132,16 @@ static void ks__dispatch(struct ks_sup *sup, struct ks__watch *w, uint32_t event
     break;
   case KS__W_TAIL_PIDFD:
     ks__tail_on_exit(sup, w->owner);
+    break;
+  case KS__W_IP:
+    ks__ip_on_event(sup, box, events, now);
+    break;
+  case KS__W_CELL_OUT:
+  case KS__W_CELL_ERR:
+    ks__cell_on_output(sup, w);
+    break;
+  case KS__W_STRAY:
+    ks__stray_drain(sup, w);
     break;
   case KS__W_WAKE:
     while (read(sup->wakefd, &v, sizeof v) < 0 && errno == EINTR) {
@@ -1244,6 +1199,7 @@ static void ks__teardown(struct ks_sup *sup, struct ks_box *pending) {
     for (int i = 0; i < KS__BOX_PIPES; i++)
       ks__watch_close(sup, &box->fd[i]);
     ks__watch_close(sup, &box->ctl);
+    ks__ip_box_end(sup, box, "the engine is shutting down");
     ks__live_unlink(sup, box);
     ks__after_box(sup, box);
   }
@@ -1265,6 +1221,7 @@ static void *ks__sup_main(void *arg) {
   (void) pthread_setname_np(pthread_self(), "ks-supervisor");
   for (;;) {
     struct ks_box *pending;
+    struct ks_cell *cells;
     bool stopping;
     uint64_t now = ks__now_ns();
     int n = epoll_wait(sup->epfd, events, KS__MAX_EVENTS, ks__next_timeout_ms(sup, now));
@@ -1276,10 +1233,13 @@ static void *ks__sup_main(void *arg) {
     pthread_mutex_lock(&sup->lock);
     pending = sup->pending_head;
     sup->pending_head = sup->pending_tail = NULL;
+    cells = sup->cells_head;
+    sup->cells_head = sup->cells_tail = NULL;
     stopping = sup->stopping;
     pthread_mutex_unlock(&sup->lock);
 
     if (stopping) {
+      ks__cells_cancel(sup, cells);
       ks__teardown(sup, pending);
       return NULL;
     }
@@ -1295,6 +1255,8 @@ static void *ks__sup_main(void *arg) {
       }
       pending = next;
     }
+    /* After the boxes: a kernel's box is submitted before its first cell. */
+    ks__cells_take(sup, cells, ks__now_ns());
     ks__sweep(sup, ks__now_ns());
     /* Only after the sweep: it is what kills the group's live boxes. */
     while (forgets != NULL) {
@@ -1405,6 +1367,23 @@ static void ks__queue_spawn(struct ks_sup *sup, struct ks_box *box) {
   sup->pending_tail = box;
   pthread_mutex_unlock(&sup->lock);
   ks__wake(sup);
+}
+
+int ks_sup_submit_cell(struct ks_sup *sup, struct ks_cell *cell) {
+  pthread_mutex_lock(&sup->lock);
+  if (sup->stopping) {
+    pthread_mutex_unlock(&sup->lock);
+    return -ECANCELED;
+  }
+  cell->next = NULL;
+  if (sup->cells_tail != NULL)
+    sup->cells_tail->next = cell;
+  else
+    sup->cells_head = cell;
+  sup->cells_tail = cell;
+  pthread_mutex_unlock(&sup->lock);
+  ks__wake(sup);
+  return 0;
 }
 
 int ks_sup_submit(struct ks_sup *sup, struct ks_box *box) {

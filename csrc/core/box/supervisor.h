@@ -17,6 +17,7 @@
 #include <sys/resource.h>
 
 #include "channel.h"
+#include "interp.h"
 #include "outbuf.h"
 #include "proc.h"
 #include "../workspace/wsscan.h"
@@ -59,7 +60,31 @@ struct ks_box_request {
                        * (ks_sup_drop_parked) or its group cancelled */
   uint64_t claim_key; /* nonzero: run in the parked box of this key if it is
                        * still there (sending spec), else start argv cold */
+  /* The interpreter protocol (interp.h), for a box whose init runs with
+   * --interp. */
+  char *ip_msg;       /* a message to send once the box is attached and
+                       * claimed (a RUN), or NULL; its records, as ks_ip_frame
+                       * makes them */
+  size_t ip_msg_len;
+  size_t result_max;  /* bytes of rich results kept */
+  uint64_t kernel_key; /* nonzero: a kernel box, whose cells are submitted
+                        * under this key (ks_sup_submit_cell); no deadline */
 };
+
+/* Rich results (interp.h, RESULT): JSON texts within a byte budget; one
+ * that does not fit is dropped whole. */
+struct ks_results {
+  char **items;
+  size_t *lens;
+  size_t n;
+  size_t cap;
+  size_t bytes;
+  size_t max;
+  bool dropped;
+};
+
+void ks_results_init(struct ks_results *r, size_t max);
+void ks_results_free(struct ks_results *r);
 
 /* What happened. Filled by the supervisor, read after on_done. */
 struct ks_box_result {
@@ -80,6 +105,9 @@ struct ks_box_result {
   bool settled_early;          /* settled at the report; kern's teardown ran on */
   bool prewarmed;              /* ran in a box started ahead (a claim that found it) */
   bool claimed;                /* a prewarm box that a call took over: nothing else here */
+  bool taken;                  /* a claimed box's init or interpreter took the call
+                                * (TAKEN): without it the call never ran there */
+  struct ks_results results;   /* a RUN's rich results */
   /* The files the box created or modified (requests with scan_rootfd). */
   int scan_errnum;             /* nonzero: no change list (e.g. -E2BIG) */
   struct ks_ws_change *changes;
@@ -87,6 +115,50 @@ struct ks_box_result {
 };
 
 struct ks_box;
+
+/* A kernel's cell (or its start, or a rollback): a message to the
+ * interpreter of a kernel box, and what came back. */
+struct ks_cell_request {
+  uint64_t kernel;     /* the kernel box's key (ks_box_request.kernel_key) */
+  uint32_t id;         /* the message's id */
+  uint16_t type;       /* KS_IP_KERNEL, KS_IP_CELL or KS_IP_ROLLBACK */
+  char *msg;           /* its records (ks_ip_frame), owned */
+  size_t msg_len;
+  uint64_t timeout_ns; /* then a CELL is interrupted (shared) or killed (fork) */
+  size_t cap;          /* bytes kept of each stream, and of results */
+  bool stream[2];      /* report chunks through on_cell_output */
+  uint64_t call;       /* cancel key (an AbortSignal); 0: none */
+};
+
+enum ks_cell_end {
+  KS_CELL_DONE = 1,      /* DONE came: res.done */
+  KS_CELL_ENDED = 2,     /* its process died (fork mode), or a rollback ended:
+                          * res.ended */
+  KS_CELL_READY = 3,     /* a KERNEL message's READY: res.ready */
+  KS_CELL_DEAD = 4,      /* the kernel is gone: res.why */
+  KS_CELL_NO_KERNEL = 5, /* no live kernel box has that key */
+};
+
+struct ks_cell_result {
+  enum ks_cell_end how;
+  struct ks_ip_done done;
+  struct ks_ip_ended ended;
+  struct ks_ip_ready ready;
+  bool timed_out;          /* its deadline fired (interrupted or killed) */
+  bool cancelled;          /* its call was aborted */
+  const char *why;         /* KS_CELL_DEAD: a static reason */
+  struct ks_outbuf out[2];
+  struct ks_results results;
+  uint64_t duration_ns;
+};
+
+struct ks_cell;
+
+struct ks_cell *ks_cell_new(struct ks_cell_request *req, void *user);
+void *ks_cell_user(const struct ks_cell *cell);
+struct ks_cell_result *ks_cell_result(struct ks_cell *cell);
+void ks_cell_free(struct ks_cell *cell);
+void ks_cell_request_free(struct ks_cell_request *req);
 
 struct ks_sup_hooks {
   /* A chunk just read from a stream the request asked to report. Runs on the
@@ -96,6 +168,10 @@ struct ks_sup_hooks {
   /* The box is finished (or could not start); it is now the hook's to free
    * with ks_box_free. Called exactly once per submitted box. */
   void (*on_done)(void *ctx, struct ks_box *box);
+  /* The same for a kernel's cells. */
+  void (*on_cell_output)(void *ctx, struct ks_cell *cell, enum ks_stream s, const char *data,
+                         size_t len);
+  void (*on_cell_done)(void *ctx, struct ks_cell *cell);
 };
 
 struct ks_sup;
@@ -118,6 +194,11 @@ int ks_sup_start(const struct ks_sup_hooks *hooks, void *ctx, struct ks_sup **re
  * blocks on a running box. Returns 0, or -ECANCELED after shutdown began
  * (the box is then still the caller's). */
 int ks_sup_submit(struct ks_sup *sup, struct ks_box *box);
+
+/* Hands a cell to its kernel box, queued behind that kernel's others.
+ * Returns 0, or -ECANCELED after shutdown began (the cell is then still the
+ * caller's). */
+int ks_sup_submit_cell(struct ks_sup *sup, struct ks_cell *cell);
 
 /* Kills every box of a group (a session being closed), or whose call key it
  * is (an aborted call), now and as they come: a box of the group that has

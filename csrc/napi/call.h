@@ -1,0 +1,89 @@
+/* A JS call the supervisor is working on (a box's run, or a kernel cell),
+ * and the pieces of run.c that cell.c shares: the messages that carry
+ * chunks and ends to the JS thread, and the conversions of what a box or a
+ * cell produced. JS-thread and supervisor-thread sides are marked. */
+#ifndef KS_NAPI_CALL_H
+#define KS_NAPI_CALL_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "../core/box/supervisor.h"
+#include "../core/box/text.h"
+#include "addon.h"
+
+/* Bytes of onStdout/onStderr chunks queued for JS per call; past this a
+ * slow callback loses chunks (the documented best-effort contract) instead
+ * of back-pressuring the box or growing our memory. The result is
+ * unaffected. */
+#define KS_NAPI_STREAM_BUDGET (8u << 20)
+
+struct ks_napi_msg;
+
+struct ks_napi_call {
+  struct ks_addon *addon;
+  napi_deferred deferred;
+  napi_ref cb[2];
+  _Atomic size_t queued_bytes;
+  _Atomic uint64_t dropped_chunks;
+  /* A prewarm box's run: not counted in runs_in_flight, so an idle box
+   * never keeps the process alive. */
+  bool parked;
+  /* Non-ASCII output decoded before the JS thread sees it. */
+  struct ks_text text[2];
+  bool decoded[2];
+  bool ascii[2]; /* found by ks_napi_decode_outputs: wrap the bytes as they are */
+  /* The message that hands the finished box or cell to the JS thread,
+   * allocated with the call: if it could fail at the end, the promise would
+   * never settle, and freeing the call there would free it under its
+   * chunks still queued for the JS thread. */
+  struct ks_napi_msg *done;
+};
+
+enum ks_napi_msg_kind { KS_NAPI_MSG_CHUNK, KS_NAPI_MSG_DONE, KS_NAPI_MSG_CELL_DONE };
+
+struct ks_napi_msg {
+  enum ks_napi_msg_kind kind;
+  struct ks_napi_call *run;
+  struct ks_box *box;   /* KS_NAPI_MSG_DONE */
+  struct ks_cell *cell; /* KS_NAPI_MSG_CELL_DONE */
+  enum ks_stream stream;
+  size_t len;
+  char data[];
+};
+
+/* JS thread: a call with its callbacks (functions or anything else: none)
+ * referenced; NULL with an exception pending. */
+struct ks_napi_call *ks_napi_call_new(napi_env env, struct ks_addon *addon,
+                                      const napi_value cbs[2], const bool stream[2]);
+/* JS thread (env NULL: the environment is gone). */
+void ks_napi_call_free(napi_env env, struct ks_napi_call *call);
+/* JS thread: the supervisor, started on first use. */
+int ks_napi_ensure_supervisor(napi_env env, struct ks_addon *addon, struct ks_err *err);
+/* JS thread: a call was submitted / has settled (the TSFN's reference). */
+void ks_napi_call_begun(napi_env env, struct ks_napi_call *call);
+
+/* Supervisor thread: a chunk for the call's callback. */
+void ks_napi_queue_chunk(struct ks_napi_call *call, enum ks_stream s, const char *data,
+                         size_t len);
+/* Scan or supervisor thread: decodes non-ASCII output off the JS thread. */
+void ks_napi_decode_outputs(struct ks_napi_call *call, struct ks_outbuf out[2]);
+/* Supervisor or scan thread: hands the end to the JS thread. */
+void ks_napi_send_done(struct ks_napi_call *call, struct ks_box *box, struct ks_cell *cell);
+
+/* JS thread: the captured bytes of one stream as a string (takes them). */
+napi_value ks_napi_take_output(napi_env env, struct ks_napi_call *call, struct ks_outbuf *b,
+                               int stream);
+napi_value ks_napi_number(napi_env env, double v);
+napi_value ks_napi_bool(napi_env env, bool v);
+napi_value ks_napi_null(napi_env env);
+/* [json, ...]: the rich results, each a string (UTF-8 JSON). */
+napi_value ks_napi_results_value(napi_env env, const struct ks_results *r);
+
+/* cell.c: settles a finished cell's promise (JS thread). */
+void ks_napi_settle_cell(napi_env env, struct ks_napi_call *call, struct ks_cell *cell);
+/* cell.c: registers kernelCell. */
+bool ks_napi_init_cell(napi_env env, napi_value exports);
+
+#endif

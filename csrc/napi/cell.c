@@ -1,0 +1,207 @@
+/* kernelCell(): one message to a kernel box's interpreter (its start, a
+ * cell, a rollback), settled when the interpreter answers or the kernel is
+ * gone. The kernel box itself is a run() with a kernelKey; cells name it by
+ * that key and run in the order they are submitted.
+ *
+ * kernelCell(kernelKey, id, type, a, b, body, timeoutMs, cap, onStdout,
+ *            onStderr, cancelKey) -> Promise<RawCellResult>
+ *   type: "kernel" (a: mode 1 shared / 2 fork, b: checkpoints, body: the
+ *   driver's source), "cell" (a: resultMax, b: 1 for rich results, body:
+ *   the code) or "rollback" (a: n). body: a Buffer or null. */
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "call.h"
+
+static const struct {
+  const char *name;
+  uint16_t type;
+} ks__types[] = {
+    {"kernel", KS_IP_KERNEL}, {"cell", KS_IP_CELL}, {"rollback", KS_IP_ROLLBACK}};
+
+static const char *ks__how_name(enum ks_cell_end how) {
+  switch (how) {
+  case KS_CELL_DONE:
+    return "done";
+  case KS_CELL_ENDED:
+    return "ended";
+  case KS_CELL_READY:
+    return "ready";
+  case KS_CELL_DEAD:
+    return "dead";
+  default:
+    return "none";
+  }
+}
+
+static napi_value ks__string(napi_env env, const char *s) {
+  napi_value v = NULL;
+  if (s == NULL)
+    return ks_napi_null(env);
+  (void) napi_create_string_utf8(env, s, NAPI_AUTO_LENGTH, &v);
+  return v;
+}
+
+#define KS__SET_NUM(name, v) ks_napi_set(env, obj, name, ks_napi_number(env, (double) (v)))
+
+/* The raw outcome of a cell (lib/kernel.js shapes it). */
+static napi_value ks__cell_object(napi_env env, struct ks_napi_call *call, struct ks_cell *cell) {
+  struct ks_cell_result *res = ks_cell_result(cell);
+  const struct ks_ip_done *d = &res->done;
+  const struct ks_ip_ended *e = &res->ended;
+  bool ended = res->how == KS_CELL_ENDED;
+  napi_value obj;
+  napi_value results;
+  napi_value out;
+
+  if (napi_create_object(env, &obj) != napi_ok)
+    return NULL;
+  results = ks_napi_results_value(env, &res->results);
+  if (results == NULL || !ks_napi_set(env, obj, "how", ks__string(env, ks__how_name(res->how))) ||
+      !KS__SET_NUM("end", d->end) || !KS__SET_NUM("value", d->value) ||
+      !KS__SET_NUM("depth", ended ? e->depth : d->depth) ||
+      !KS__SET_NUM("waitStatus", e->wait_status) || !KS__SET_NUM("mode", res->ready.mode) ||
+      !KS__SET_NUM("pid", res->ready.pid) ||
+      !ks_napi_set(env, obj, "timedOut", ks_napi_bool(env, res->timed_out)) ||
+      !ks_napi_set(env, obj, "cancelled", ks_napi_bool(env, res->cancelled)) ||
+      !ks_napi_set(env, obj, "why", ks__string(env, res->why)) ||
+      !KS__SET_NUM("stdoutDiscarded", res->out[KS_STDOUT].discarded) ||
+      !KS__SET_NUM("stderrDiscarded", res->out[KS_STDERR].discarded) ||
+      !KS__SET_NUM("droppedChunks", atomic_load(&call->dropped_chunks)) ||
+      !ks_napi_set(env, obj, "results", results) ||
+      !ks_napi_set(env, obj, "resultsDropped", ks_napi_bool(env, res->results.dropped)) ||
+      !KS__SET_NUM("durationMs", (double) res->duration_ns / 1e6) ||
+      !KS__SET_NUM("userCpuMs", (double) (ended ? e->utime_us : d->utime_us) / 1e3) ||
+      !KS__SET_NUM("systemCpuMs", (double) (ended ? e->stime_us : d->stime_us) / 1e3) ||
+      !KS__SET_NUM("maxRssKb", ended ? e->maxrss_kb : d->maxrss_kb))
+    return NULL;
+  out = ks_napi_take_output(env, call, &res->out[KS_STDOUT], KS_STDOUT);
+  if (out == NULL || !ks_napi_set(env, obj, "stdout", out))
+    return NULL;
+  out = ks_napi_take_output(env, call, &res->out[KS_STDERR], KS_STDERR);
+  if (out == NULL || !ks_napi_set(env, obj, "stderr", out))
+    return NULL;
+  return obj;
+}
+
+void ks_napi_settle_cell(napi_env env, struct ks_napi_call *call, struct ks_cell *cell) {
+  napi_value value = ks__cell_object(env, call, cell);
+  if (value != NULL)
+    (void) napi_resolve_deferred(env, call->deferred, value);
+  else
+    ks_napi_reject_pending(env, call->deferred, "kern-sandbox: could not build the cell result");
+}
+
+static bool ks__cell_request(napi_env env, napi_value *argv, struct ks_cell_request *req) {
+  char type[16];
+  size_t tlen = 0;
+  double id, a, b, timeout_ms, cap;
+  void *body = NULL;
+  size_t body_len = 0;
+  napi_valuetype t;
+  struct ks_ip_run head;
+
+  memset(req, 0, sizeof *req);
+  if (!ks_napi_get_key(env, argv[0], "kernelKey", &req->kernel) ||
+      !ks_napi_get_count(env, argv[1], "id", 4294967295.0, &id) ||
+      napi_get_value_string_utf8(env, argv[2], type, sizeof type, &tlen) != napi_ok ||
+      !ks_napi_get_count(env, argv[3], "a", 4294967295.0, &a) ||
+      !ks_napi_get_count(env, argv[4], "b", 4294967295.0, &b) ||
+      napi_get_value_double(env, argv[6], &timeout_ms) != napi_ok ||
+      !ks_napi_get_count(env, argv[7], "cap", 4294967295.0, &cap) ||
+      !ks_napi_get_key(env, argv[10], "cancelKey", &req->call)) {
+    ks_napi_throw_last(env);
+    return false;
+  }
+  for (size_t i = 0; i < sizeof ks__types / sizeof ks__types[0]; i++) {
+    if (strcmp(type, ks__types[i].name) == 0)
+      req->type = ks__types[i].type;
+  }
+  if (req->type == 0 || req->kernel == 0 || !(timeout_ms > 0 && timeout_ms <= 1e13)) {
+    napi_throw_range_error(env, "ERR_OUT_OF_RANGE", "kern-sandbox: kernelCell(): bad arguments");
+    return false;
+  }
+  if (napi_typeof(env, argv[5], &t) != napi_ok) {
+    ks_napi_throw_last(env);
+    return false;
+  }
+  if (t != napi_null && t != napi_undefined && !ks_napi_get_buffer(env, argv[5], &body, &body_len))
+    return false;
+  req->id = (uint32_t) id;
+  req->timeout_ns = (uint64_t) (timeout_ms * 1e6);
+  req->cap = (size_t) cap;
+  req->stream[KS_STDOUT] = ks_napi_is_function(env, argv[8]);
+  req->stream[KS_STDERR] = ks_napi_is_function(env, argv[9]);
+  head.result_max = (uint32_t) a;
+  head.flags = (uint32_t) b;
+  req->msg = ks_ip_frame(req->type, req->id, &head, sizeof head, body, body_len, &req->msg_len);
+  if (req->msg == NULL) {
+    napi_throw_error(env, "ENOMEM", "kern-sandbox: out of memory");
+    return false;
+  }
+  return true;
+}
+
+static napi_value ks__kernel_cell(napi_env env, napi_callback_info info) {
+  size_t argc = 11;
+  napi_value argv[11];
+  struct ks_addon *addon;
+  struct ks_cell_request req;
+  struct ks_napi_call *call = NULL;
+  struct ks_cell *cell = NULL;
+  struct ks_err err;
+  napi_value promise = NULL;
+
+  KS_NAPI_CALL(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  KS_NAPI_CALL(env, napi_get_instance_data(env, (void **) &addon));
+  if (argc != 11) {
+    napi_throw_type_error(env, "ERR_INVALID_ARG_TYPE", "kernelCell() takes 11 arguments");
+    return NULL;
+  }
+  if (!ks__cell_request(env, argv, &req))
+    return NULL;
+  call = ks_napi_call_new(env, addon, argv + 8, req.stream);
+  if (call == NULL)
+    goto fail;
+  ks_err_clear(&err);
+  if (ks_napi_ensure_supervisor(env, addon, &err) < 0) {
+    ks_napi_throw_system(env, &err);
+    goto fail;
+  }
+  cell = ks_cell_new(&req, call);
+  if (cell == NULL) {
+    napi_throw_error(env, "ENOMEM", "kern-sandbox: out of memory");
+    goto fail;
+  }
+  if (napi_create_promise(env, &call->deferred, &promise) != napi_ok) {
+    ks_napi_throw_last(env);
+    goto fail;
+  }
+  if (ks_sup_submit_cell(addon->sup, cell) < 0) {
+    ks_err_set(&err, ECANCELED, "spawn", NULL);
+    ks_napi_reject_system(env, call->deferred, &err);
+    ks_cell_free(cell);
+    ks_napi_call_free(env, call);
+    return promise;
+  }
+  ks_napi_call_begun(env, call);
+  return promise;
+
+fail:
+  if (cell != NULL)
+    ks_cell_free(cell);
+  else
+    ks_cell_request_free(&req);
+  if (call != NULL)
+    ks_napi_call_free(env, call);
+  return NULL;
+}
+
+bool ks_napi_init_cell(napi_env env, napi_value exports) {
+  napi_value fn;
+  return napi_create_function(env, "kernelCell", NAPI_AUTO_LENGTH, ks__kernel_cell, NULL, &fn) ==
+             napi_ok &&
+         ks_napi_set(env, exports, "kernelCell", fn);
+}
