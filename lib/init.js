@@ -18,8 +18,22 @@ const REPORT_SIGNALED = 2;
 // The Python that runs in the box (its own files: code that runs in the box
 // is never a string in C or JS): the bootstrap every Python box starts with
 // (`python3 -c`), and the kernel driver it is sent when it becomes a kernel.
-const PYTHON_BOOT = fs.readFileSync(path.join(__dirname, "inbox", "python-boot.py"), "utf8");
+const PYTHON_BOOT = pythonBoot(path.join(__dirname, "inbox"));
 const PYTHON_KERNEL = fs.readFileSync(path.join(__dirname, "inbox", "python-kernel.py"));
+
+/**
+ * The boot's source, with python-rich.py's text in it as a string constant
+ * (the line `_KS_RICH_SOURCE = None`): one -c argument carries both, and
+ * the rendering code is compiled only when a call renders something. (JSON's
+ * string syntax is a subset of Python's.)
+ */
+function pythonBoot(dir) {
+  const boot = fs.readFileSync(path.join(dir, "python-boot.py"), "utf8");
+  const rich = fs.readFileSync(path.join(dir, "python-rich.py"), "utf8");
+  const line = "_KS_RICH_SOURCE = None\n";
+  if (!boot.includes(line)) throw new Error(`kern-sandbox: ${dir}/python-boot.py has no ${line.trim()}`);
+  return boot.replace(line, `_KS_RICH_SOURCE = ${JSON.stringify(rich)}\n`);
+}
 
 /** The built init next to the addon that loaded, or null (not built). */
 function findInitBinary() {

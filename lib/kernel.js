@@ -187,6 +187,7 @@ class Kernel {
   }
 
   async #cellResult(raw, o, signal) {
+    if (raw.how === "skipped") throw abortError(signal); // aborted while queued: never ran
     if (raw.how === "dead" || raw.how === "none") {
       const words = await this.#deathWords(raw);
       this.#dead = this.#dead ?? words;
@@ -208,13 +209,12 @@ class Kernel {
       else if (sig === SIGKILL) fault = this.#host.killedFault();
       return this.#result(raw, { exitCode, fault });
     }
-    let exitCode = raw.end === END.EXIT ? raw.value : raw.end === END.OK ? 0 : 1;
-    let fault = null;
-    if (raw.end === END.INTERRUPTED) {
-      exitCode = 128 + SIGINT; // as python3 -c after a KeyboardInterrupt
-      if (raw.timedOut) fault = timeoutFault(o, "and was interrupted (KeyboardInterrupt); the " +
-        "kernel's state stands");
-    }
+    const exitCode = raw.end === END.EXIT ? raw.value : raw.end === END.OK ? 0
+      : raw.end === END.INTERRUPTED ? 128 + SIGINT : 1; // 130: as python3 -c after a KeyboardInterrupt
+    // Past its deadline, however it then ended (it may have caught the
+    // KeyboardInterrupt and finished).
+    const fault = raw.timedOut ? timeoutFault(o, "and was interrupted (KeyboardInterrupt); " +
+      "the kernel's state stands") : null;
     return this.#result(raw, { exitCode, fault });
   }
 

@@ -313,7 +313,8 @@ class Sandbox {
     try {
       st.trackParked(binding.run(this.#kern, argv, st.kernEnvFor(o.enforceLimits), envFile,
         st.tmpdir, [this.#kern, "stop", name], timeoutS * 1000, o.maxOutputBytes, null, null,
-        null, st.group, st.kernFd, 0, { earlyCap: -1, spec: null, parkKey, claimKey: 0 }));
+        null, st.group, st.kernFd, 0, { earlyCap: -1, spec: null, parkKey, claimKey: 0, run: null,
+          resultMax: resultMax(o), kernelKey: 0 }));
     } catch {
       return null; // the engine is shutting down (process.exit): no box ahead, calls start cold
     }

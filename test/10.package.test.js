@@ -12,8 +12,8 @@ describe("package", function () {
   it("exports exactly the 0.1.1 names and the documented additions", function () {
     const v011 = ["ExecutionResult", "MountRefused", "Sandbox", "SandboxError", "runCode", "version",
       "withSandbox"];
-    // README, "Additions to 0.1.1": issue 13's, then issue 15's.
-    const additions = ["AbortError", "isKilledFault", "doctor"];
+    // README, "Additions to 0.1.1": issue 13's, issue 15's, then issue 14's.
+    const additions = ["AbortError", "isKilledFault", "doctor", "Kernel", "Result"];
     assert.deepStrictEqual(Object.keys(kern).sort(), [...v011, ...additions].sort());
   });
 

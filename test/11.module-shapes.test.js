@@ -10,8 +10,8 @@ const path = require("path");
 const { execFileSync } = require("child_process");
 const h = require("./lib/harness");
 
-const NAMES = ["AbortError", "ExecutionResult", "MountRefused", "Sandbox", "SandboxError",
-  "doctor", "isKilledFault", "runCode", "version", "withSandbox"];
+const NAMES = ["AbortError", "ExecutionResult", "Kernel", "MountRefused", "Result", "Sandbox",
+  "SandboxError", "doctor", "isKilledFault", "runCode", "version", "withSandbox"];
 
 /** A throwaway project whose node_modules/kern-sandbox is this package. */
 function project(files) {

@@ -39,7 +39,7 @@ describe("fast boxes (issue 16)", function () {
           "    print('closed')",
           // Whatever it writes on every descriptor it has, its own exit stands.
           "for fd in range(3, 256):",
-          "    try: os.write(fd, b'KSR1' + bytes(36))",
+          "    try: os.write(fd, b'KSF2' + (4).to_bytes(4, 'little') + (40).to_bytes(4, 'little') + bytes(40))",
           "    except OSError: pass",
           "raise SystemExit(9)",
         ].join("\n"));
@@ -82,7 +82,8 @@ describe("fast boxes (issue 16)", function () {
           // Printed before the forged report: the host settles at the report
           // and drains what the pipes hold then (output after it is a race).
           "print('forged', flush=True)",
-          "os.write(fd, struct.pack('IIiIQQQ', 0x3152534b, 1, 42, 0, 0, 0, 0))",
+          // A REPORT frame (csrc/init/protocol.h): header, then the report.
+          "os.write(fd, struct.pack('III', 0x3246534b, 4, 40) + struct.pack('IiIIQQQ', 1, 42, 0, 0, 0, 0, 0))",
           "time.sleep(60)",
         ].join("\n"), { timeoutS: 30 });
         if (r.exitCode === 77 || r.exitCode === 78) return h.skip(this, r.stdout.trim());

@@ -138,6 +138,46 @@ export class ExecutionResult {
    * failed before the box existed and reported nothing.
    */
   limits: ResourceLimits | null;
+  /**
+   * Addition to 0.1.1: the rich results of a Python call, in the order they were made: each
+   * `display(obj)` call (a builtin in the box), the value of a trailing expression (never
+   * `None`), and each matplotlib figure still open at the end (as PNG; closed afterwards). `[]`
+   * for other languages, with `results: false`, and when nothing was displayed. Together they
+   * hold at most `maxOutputBytes` bytes; a result that does not fit is dropped whole and
+   * `truncated` is `true`.
+   */
+  results: Result[];
+}
+
+/**
+ * Addition to 0.1.1: one rich result of a Python call, as Jupyter's display data. `data` maps
+ * each MIME type to a string (binary formats such as `image/png` base64-encoded); the getters
+ * read it. `text` (`text/plain`, the object's `repr()`) is always there.
+ */
+export class Result {
+  /** MIME type -> content: text as it is, binary formats base64-encoded. */
+  data: Record<string, string>;
+  /** `text/plain`: the object's `repr()`. */
+  readonly text: string | null;
+  /** `text/html` (from `_repr_html_`). */
+  readonly html: string | null;
+  /** `text/markdown` (from `_repr_markdown_`). */
+  readonly markdown: string | null;
+  /** `image/svg+xml` (from `_repr_svg_`). */
+  readonly svg: string | null;
+  /** `text/latex` (from `_repr_latex_`). */
+  readonly latex: string | null;
+  /** `application/json` as JSON text (from `_repr_json_`); `JSON.parse` it for the value. */
+  readonly json: string | null;
+  /** `image/png`, decoded (from `_repr_png_`, or a matplotlib figure). */
+  readonly png: Buffer | null;
+  /** `image/jpeg`, decoded (from `_repr_jpeg_`). */
+  readonly jpeg: Buffer | null;
+  /**
+   * The formats present, by short name (`"text"`, `"html"`, `"markdown"`, `"svg"`, `"png"`,
+   * `"jpeg"`, `"latex"`, `"json"`), then any other MIME type as it is.
+   */
+  formats(): string[];
 }
 
 /**
@@ -342,10 +382,15 @@ export interface SandboxOptions {
    * Each serves one call with the session's options as they were when it started (a call
    * with other options starts its own box); the pool refills after each call with the kind
    * of box used last (Python before any call) and empties after 2 minutes without a call.
-   * A value above 0 also runs every box of the session under the in-box init (README, "Fast
-   * boxes"). Read at each call. Defaults to `0`.
+   * Read at each call. Defaults to `1` (the one-shot {@link runCode}: `0`).
    */
   prewarm?: number;
+  /**
+   * Addition to 0.1.1: whether Python calls collect rich results ({@link ExecutionResult.results}).
+   * `false` runs the code as exactly `python3 -c CODE`, as 0.1.1 did, with `results: []`. Read at
+   * each call; a call's own `results` option wins. Defaults to `true`.
+   */
+  results?: boolean;
 }
 
 /**
@@ -377,8 +422,71 @@ export interface CallOptions {
   signal?: AbortSignal | null;
 }
 
-/** Addition to 0.1.1: the options of `runCode()`: {@link CallOptions} plus `language`. */
-export type RunCodeOptions = CallOptions & { language?: Language };
+/**
+ * Addition to 0.1.1: the options of `runCode()`: {@link CallOptions} plus `language`, and
+ * `results` (this call's {@link SandboxOptions.results}).
+ */
+export type RunCodeOptions = CallOptions & { language?: Language; results?: boolean | null };
+
+/** Addition to 0.1.1: the options of `sandbox.kernel()`. */
+export interface KernelOptions {
+  /**
+   * `"shared"` (the default): cells run in one interpreter, as in Jupyter; a cell past its
+   * deadline (or aborted) gets a `KeyboardInterrupt`, and the state survives. `"fork"`: each
+   * cell runs in a `fork()` of the current state, which is kept as a checkpoint: a cell that
+   * times out, is aborted, crashes the interpreter or is OOM-killed loses only itself, and
+   * {@link Kernel.rollback} goes back to earlier states.
+   */
+  isolation?: "shared" | "fork";
+  /** Fork mode: how many earlier states to keep, 0-64 (the oldest is dropped). Defaults to 8. */
+  checkpoints?: number;
+  /** Aborting stops the kernel's start; `kernel()` rejects with an {@link AbortError}. */
+  signal?: AbortSignal | null;
+}
+
+/**
+ * Addition to 0.1.1: the options of `kernel.runCode()`: {@link CallOptions} without `env` (a
+ * kernel keeps the environment it started with), plus `results`. `onStdout`/`onStderr` get
+ * this cell's output live; `timeoutS` and `signal` interrupt (shared) or kill (fork) this cell
+ * only.
+ */
+export type KernelRunOptions = Omit<CallOptions, "env"> & { results?: boolean | null };
+
+/**
+ * Addition to 0.1.1: a Python kernel, from {@link Sandbox.kernel}: one interpreter in one box
+ * with the session's options (its `env`, cwd `/workspace`, network, caps and limits), whose state
+ * persists across cells. Cells run one at a time, in the order `runCode()` is called. The box
+ * dies with `close()`, with its Sandbox, its Worker, `process.exit()` and Node's death.
+ */
+export class Kernel {
+  /** `"shared"` or `"fork"`. */
+  readonly isolation: "shared" | "fork";
+  /** Fork mode: the most earlier states kept (0 in shared mode). */
+  readonly checkpoints: number;
+  /** Fork mode: how many states `rollback()` can go back now (0 in shared mode). */
+  readonly checkpointsHeld: number;
+  /**
+   * Runs one cell. Resolves to an {@link ExecutionResult}: stdout and stderr (raw fd writes and
+   * subprocess output included) are this cell's; `exitCode` is 0, 1 after an uncaught exception
+   * (its traceback in `stderr`), the code of a `SystemExit` (the kernel survives it), 130 after a
+   * `KeyboardInterrupt`, or 128+N / the code of a fork-mode cell whose process died; `results`
+   * its rich results; `files` is `[]` (use `listFiles()`); `fault` is `"timeout"` for a cell past
+   * its deadline. Output past `maxOutputBytes` is dropped (`truncated`), and the kernel lives on.
+   * Rejects with an {@link AbortError} when `signal` aborts, and with a {@link SandboxError} when
+   * the kernel is closed or has died (the message says why; `restart()` gives a fresh one).
+   */
+  runCode(code: string, opts?: KernelRunOptions): Promise<ExecutionResult>;
+  /**
+   * Fork mode: back to the state from before the last `n` cells that made a state (default 1; a
+   * cell that crashed or timed out made none). Memory only: files the cells wrote and processes
+   * they started stay. More than {@link Kernel.checkpointsHeld}: a {@link SandboxError}.
+   */
+  rollback(n?: number): Promise<void>;
+  /** A fresh interpreter with the same options; the old state is gone. */
+  restart(): Promise<void>;
+  /** Ends the kernel and its box. Safe to call several times. */
+  close(): Promise<void>;
+}
 
 /** Addition to 0.1.1: the options of `open()`. */
 export interface OpenOptions {
@@ -433,7 +541,8 @@ export class Sandbox {
   /**
    * Executes `code` with the chosen interpreter (`language`, default `"python"`) in a fresh box
    * with the session's network setting (off by default). Sandbox interventions are returned in
-   * `result.fault`, never thrown. Very large snippets are staged as a file in the workspace.
+   * `result.fault`, never thrown. Very large snippets are staged as a file in the workspace (a
+   * Python snippet of any size goes to the box's interpreter instead, with no file).
    * Rejects with {@link SandboxError} if the session is not open, the language is unknown, the
    * code contains a NUL byte, or `kern` cannot be executed.
    */
@@ -500,6 +609,12 @@ export class Sandbox {
    * the workspace.
    */
   listFiles(subdir?: string): Promise<FileInfo[]>;
+  /**
+   * Addition to 0.1.1: starts a Python {@link Kernel} with this session's options (taking a
+   * prewarmed box when one is ready). Rejects with {@link SandboxError} for bad options, a closed
+   * session or a kernel that cannot start, and with {@link AbortError} if `signal` aborts.
+   */
+  kernel(opts?: KernelOptions): Promise<Kernel>;
 }
 
 /**

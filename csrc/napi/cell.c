@@ -31,6 +31,8 @@ static const char *ks__how_name(enum ks_cell_end how) {
     return "ready";
   case KS_CELL_DEAD:
     return "dead";
+  case KS_CELL_SKIPPED:
+    return "skipped";
   default:
     return "none";
   }

@@ -1,76 +1,374 @@
-# The bootstrap of a prewarmed Python box, run as `python3 -c <this file>`
-# by ks-init --pre before any call: the interpreter boots ahead, then waits
-# on fd 3 for the call's code, which then runs exactly as `python3 -c CODE`
-# would run it: sys.argv == ["-c"], sys.path[0] == "", __name__ "__main__",
-# no __file__, tracebacks naming File "<string>" with only the code's own
-# frames, SystemExit, atexit and output flushing left to the interpreter.
-# Nothing of this file stays visible to the code: no name in __main__, no
-# frame in a traceback, fd 3 closed, sys.orig_argv naming the code.
-def _ks_boot():
-    import os
-    import sys
+# The Python side of a box started with `ks-init --interp`, run as
+# `python3 -c <this file>`: the interpreter boots ahead of the call, then
+# takes its work from the interpreter socket on fd 3 (csrc/core/box/interp.h,
+# whose records this file reads and writes):
+#   RUN     the call's code, run exactly as `python3 -c CODE` would run it:
+#           sys.argv == ["-c"], sys.path[0] == "", __name__ "__main__", no
+#           __file__, tracebacks naming File "<string>" with only the code's
+#           own frames, SystemExit, atexit and output flushing as at exit;
+#           plus, when asked, rich results (display(), the value of a
+#           trailing expression, open matplotlib figures) sent as RESULTs.
+#   KERNEL  the kernel driver's source (lib/inbox/python-kernel.py), handed
+#           what it needs from here: this process becomes a kernel.
+# Nothing of this file stays visible to the code: no name in __main__ (the
+# functions below move to a namespace of their own before anything runs, so
+# a name the code rebinds, say `str = ""`, cannot change them either), no
+# frame in a traceback, fd 3 closed, sys.orig_argv naming the code, and
+# nothing printed on stdout or stderr but what the code itself prints.
+import gc
+import os
+import sys
 
+_KS_INTERP_FD = 3  # KS_INIT_INTERP_FD
+_KS_MAGIC = 0x3149534B
+_KS_RECORD_MAX = 65536
+_KS_BODY_MAX = _KS_RECORD_MAX - 16
+_KS_MORE = 1
+_KS_RUN, _KS_KERNEL = 1, 2
+_KS_TAKEN, _KS_RESULT, _KS_DONE = 16, 17, 18
+_KS_RESULTS = 1  # ks_ip_run.flags
+_KS_OK, _KS_EXCEPTION, _KS_EXIT, _KS_INTERRUPTED = 0, 1, 2, 3
+_KS_RESULTS_DROPPED = 1  # ks_ip_done.flags
+_KS_PYCF_ONLY_AST = 0x400  # _ast.PyCF_ONLY_AST, without importing _ast to name it
+_KS_VALUE = "__ks_value__"  # where a trailing expression leaves its value
+# python-rich.py's text, set by the host (lib/init.js) when it makes this
+# file the -c argument: compiled only once a call has a result to render
+# (a constant costs the start-up nothing; the code would cost ~2 ms).
+_KS_RICH_SOURCE = None
+# Modules imported only once a result needs them (their imports cost 0.3-9 ms).
+_KS_LAZY = {}
+
+
+def _ks_lazy(name):
+    module = _KS_LAZY.get(name)
+    if module is None:
+        module = _KS_LAZY[name] = __import__(name)
+    return module
+
+
+class _KsChannel:
+    """This end of the interpreter socket, read and written as a file: a RUN
+    passes no descriptors, and the `_socket` module costs 0.1-0.5 ms to
+    import (loaded only to send without SIGPIPE once the code has stopped
+    ignoring it). The kernel driver's channel, which passes descriptors, is
+    this one with _record and _write on sendmsg and recvmsg."""
+
+    def __init__(self, fd):
+        self.fd = fd
+        self.sock = None
+        self.pending = None  # a record read ahead
+
+    def recv(self):
+        """The next message as (type, id, body, fds), or None at EOF. Raises
+        ValueError on a record that is not the protocol."""
+        rec, fds = self._record()
+        if rec is None:
+            return None
+        type_, flags, id_, body = _ks_parse(rec)
+        parts = [body]
+        while flags & _KS_MORE:
+            rec, extra = self._record()
+            for fd in extra:
+                os.close(fd)
+            if rec is None:
+                return None
+            more = _ks_parse(rec)
+            if more[0] != type_ or more[2] != id_:
+                raise ValueError("interleaved message")
+            flags = more[1]
+            parts.append(more[3])
+        return type_, id_, parts[0] if len(parts) == 1 else b"".join(parts), fds
+
+    def _record(self):
+        rec, self.pending = self.pending, None
+        if rec is None:
+            rec = os.read(self.fd, _KS_RECORD_MAX)
+        return rec or None, ()
+
+    def ready(self):
+        """Whether a record is there already (read ahead, without waiting)."""
+        os.set_blocking(self.fd, False)
+        try:
+            self.pending = os.read(self.fd, _KS_RECORD_MAX)
+        except BlockingIOError:
+            pass
+        finally:
+            os.set_blocking(self.fd, True)
+        return self.pending is not None
+
+    def send(self, type_, id_, body=b"", fds=None):
+        """Sends one message, in records of at most KS_IP_RECORD_MAX bytes;
+        fds ride on the first. Raises OSError when the host is gone."""
+        total, off = len(body), 0
+        while True:
+            chunk = body[off:off + _KS_BODY_MAX]
+            off += len(chunk)
+            more = _KS_MORE if off < total else 0
+            self._write(_KS_HEADER.pack(_KS_MAGIC, type_, more, id_, len(chunk)) + chunk, fds)
+            fds = None
+            if not more:
+                return
+
+    def send_quiet(self, type_, id_, body=b""):
+        """send() for a RUN: a host that is gone changes nothing the code does."""
+        try:
+            self.send(type_, id_, body)
+        except OSError:
+            pass
+
+    def _write(self, rec, _fds):
+        if self.sock is None and _ks_sigpipe_ignored():
+            os.write(self.fd, rec)  # one write, one record (SOCK_SEQPACKET)
+            return
+        if self.sock is None:
+            _socket = _ks_lazy("_socket")
+            self.sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_SEQPACKET, 0, self.fd)
+        self.sock.send(rec, _KS_LAZY["_socket"].MSG_NOSIGNAL)
+
+
+def _ks_sigpipe_ignored():
+    # Python ignores SIGPIPE from start-up on; code that restores the default
+    # (as command-line tools do) must not die of a host that went away.
+    _signal = _KS_LAZY["_signal"]
+    return _signal.getsignal(_signal.SIGPIPE) == _signal.SIG_IGN
+
+
+def _ks_parse(rec):
+    if len(rec) < 16:
+        raise ValueError("short record")
+    magic, type_, flags, id_, n = _KS_HEADER.unpack_from(rec)
+    if magic != _KS_MAGIC or n != len(rec) - 16:
+        raise ValueError("bad record")
+    return type_, flags, id_, rec[16:]
+
+
+def _ks_compile(src, filename):
+    """src compiled for exec, its trailing expression statement (if any)
+    storing its value in __main__'s _KS_VALUE instead of dropping it: the
+    value a notebook shows, which the caller pops at once. One parse and one
+    code generation, on one tree with the source's line numbers and columns:
+    the SyntaxErrors, the warnings and the tracebacks are the ones compiling
+    src itself gives, once each, in the same order. A module that is only a
+    docstring is left as it is (it sets __doc__)."""
+    _ast = _ks_lazy("_ast")
+    tree = compile(src, filename, "exec", _KS_PYCF_ONLY_AST, dont_inherit=True)
+    body = tree.body
+    if body and type(body[-1]) is _ast.Expr and not _ks_docstring_only(body, _ast):
+        last = body[-1]
+        at = {k: getattr(last, k) for k in ("lineno", "col_offset", "end_lineno", "end_col_offset")}
+        body[-1] = _ast.Assign(targets=[_ast.Name(_KS_VALUE, _ast.Store(), **at)], value=last.value, **at)
+    return compile(tree, filename, "exec", dont_inherit=True)
+
+
+def _ks_docstring_only(body, _ast):
+    value = body[0].value if len(body) == 1 else None
+    return type(value) is _ast.Constant and type(value.value) is str
+
+
+def _ks_strip(tb, ours):
+    """The traceback without the frames of the namespaces in ours: those
+    before the code's first frame (the function that ran it) and after its
+    last (a signal handler that raised KeyboardInterrupt)."""
+    entries = []
+    while tb is not None:
+        entries.append(tb)
+        tb = tb.tb_next
+    theirs = [t for t in entries if not any(t.tb_frame.f_globals is g for g in ours)]
+    if not theirs:
+        return None
+    if theirs[-1] is not entries[-1]:
+        theirs[-1].tb_next = None
+    return theirs[0]
+
+
+def _ks_high_fd(fd):
+    """A close-on-exec copy of fd at 100 or above, out of the way of the
+    descriptors code opens itself: F_DUPFD_CLOEXEC without fcntl (an
+    extension module to load on some builds). Only while one thread runs."""
+    new = 100
+    while True:
+        try:
+            os.fstat(new)
+        except OSError:
+            break
+        new += 1
+    os.dup2(fd, new, inheritable=False)
+    return new
+
+
+def _ks_warm_up():
     # Fault in the parser and compiler now: the first compile() in a box
-    # costs ~1 ms of page faults, which would otherwise land on the call.
+    # costs ~1 ms of page faults, which would otherwise land on the call;
+    # the AST's types too (what a call with results parses first).
     compile("def f(a, *b, k=1, **c):\n    return [x for x in a if x] if b else {k: c}\n"
             "class C(object):\n    x: int = 1\n", "<boot>", "exec", dont_inherit=True)
+    compile("f(x)[1]\n", "<boot>", "exec", _KS_PYCF_ONLY_AST, dont_inherit=True)
     # And settle the boot's own garbage now, so that the collection at exit
     # looks at what the code made alone.
-    import gc
-
     gc.collect()
-    chunks = []
-    while True:
-        chunk = os.read(3, 1 << 20)
-        if not chunk:
-            break
-        chunks.append(chunk)
-    os.close(3)
-    # As the interpreter decodes a -c argument (UTF-8, surrogateescape).
-    src = b"".join(chunks).decode("utf-8", "surrogateescape")
-    del chunks
-    main = globals()
-    del main["_ks_boot"]
-    finish = main.pop("_ks_exit")
-    if hasattr(sys, "orig_argv") and sys.orig_argv:
-        sys.orig_argv[-1] = src
-    # Directory listings cached while booting must not hide files written
-    # since (a module the host wrote into the workspace just before the call).
-    for finder in list(sys.path_importer_cache.values()):
-        invalidate = getattr(finder, "invalidate_caches", None)
-        if invalidate is not None:
-            invalidate()
+
+
+def _ks_boot():
+    # The code runs in this frame, which the module's own calls: as deep in
+    # the stack as the old boot ran it (RecursionError comes where it did).
+    main = sys.modules["__main__"].__dict__
+    channel, src, results, lines = _ks_take(main)
     # Whether anything the code allocates reaches the oldest generation.
     oldest = (gc.get_count()[2], gc.get_stats()[2]["collections"])
     try:
-        exec(compile(src, "<string>", "exec", dont_inherit=True), main)
-        code, interrupted = 0, False
+        if results is None:
+            compiled = compile(src, "<string>", "exec", dont_inherit=True)
+        else:
+            compiled = _ks_compile(src, "<string>")
+        if lines:
+            _ks_lines(src)
+        exec(compiled, main)
+        if results is not None:
+            results.show(main.pop(_KS_VALUE, None))
+        end, code = _KS_OK, None
     except SystemExit as e:
-        code, interrupted = e.code, False
+        end, code = _KS_EXIT, e.code
     except BaseException as e:
-        # The first frame is this function's: without it the traceback is
-        # the one -c prints (none at all for a SyntaxError).
-        tb = e.__traceback__.tb_next if e.__traceback__ is not None else None
-        e.__traceback__ = tb
-        sys.last_type, sys.last_value, sys.last_traceback = type(e), e, tb
-        if hasattr(sys, "last_exc"):
-            sys.last_exc = e
-        sys.excepthook(type(e), e, tb)
-        interrupted = isinstance(e, KeyboardInterrupt)
-        del e, tb
-        # -c exits 1 after an uncaught exception, and dies of SIGINT after
-        # a KeyboardInterrupt.
-        code = 1
-    finish(main, code, interrupted, oldest)
+        end, code = _ks_uncaught(e), 1
+    if results is not None and end != _KS_INTERRUPTED:
+        results.figures()
+    _ks_exit(main, end, code, oldest, lambda status: _ks_done(channel, results, end, status))
 
 
-def _ks_exit(main, code, interrupted, oldest):
+def _ks_take(main):
+    """Boots, then waits for the first message. Returns the code of a RUN,
+    with the channel and the results to collect (None: results off); a
+    KERNEL never returns."""
+    fd = _ks_high_fd(_KS_INTERP_FD)
+    os.close(_KS_INTERP_FD)
+    _KS_LAZY["_signal"] = __import__("_signal")
+    channel = _KsChannel(fd)
+    # The warm-up moves costs off the call's path while a box waits for it;
+    # on a cold box, whose call came with its start, it would only delay it.
+    cold = channel.ready()
+    if not cold:
+        _ks_warm_up()
+        _ks_results_class()  # compiled while the box waits, not on a call's path
+    try:
+        msg = channel.recv()
+    except (OSError, ValueError):
+        os._exit(1)  # not the protocol: nothing to run, nothing to print
+    if msg is None:
+        os._exit(0)  # the host went away before it sent anything
+    type_, _id, body, fds = msg
+    for extra in fds:
+        os.close(extra)
+    if type_ == _KS_KERNEL and len(body) >= 8:
+        _ks_kernel(channel, main, body)
+    if type_ != _KS_RUN or len(body) < 8:
+        os._exit(1)
+    result_max, flags = _KS_PAIR.unpack_from(body)
+    # As the interpreter decodes a -c argument (UTF-8, surrogateescape).
+    src = body[8:].decode("utf-8", "surrogateescape")
+    channel.send_quiet(_KS_TAKEN, 0)
+    results = None
+    if flags & _KS_RESULTS:
+        results = _KsRunResults(channel, result_max)
+        __builtins__.display = results.display  # as in a notebook; not without results
+    return channel, src, results, _ks_as_dash_c(src, cold)
+
+
+def _ks_results_class():
+    """python-rich.py's _KsResults, its text compiled into this namespace on
+    first use."""
+    if "_KsResults" not in _KS_OWN:
+        exec(compile(_KS_RICH_SOURCE, "<ks-rich>", "exec", dont_inherit=True), _KS_OWN)
+    return _KS_OWN["_KsResults"]
+
+
+class _KsRunResults:
+    """A RUN's results, rendered by python-rich.py only once there is
+    something to render: print(1) never compiles it."""
+
+    def __init__(self, channel, result_max):
+        self.channel = channel
+        self.result_max = result_max
+        self.real = None
+
+    def _get(self):
+        if self.real is None:
+            self.real = _ks_results_class()(self.channel)
+            self.real.start(0, self.result_max, True)
+        return self.real
+
+    def display(self, *objs, **kw):
+        """Shows each object as a rich result (Jupyter's display())."""
+        if objs:
+            self._get().display(*objs, **kw)
+
+    def show(self, value):
+        if value is not None:
+            self._get().show(value)
+
+    def figures(self):
+        if "matplotlib.pyplot" in sys.modules:
+            self._get().figures()
+
+    @property
+    def dropped(self):
+        return self.real is not None and self.real.dropped
+
+
+def _ks_as_dash_c(src, cold):
+    """Makes the interpreter's state the one -c with src would have; returns
+    whether the code's lines go to linecache once compiled."""
+    if hasattr(sys, "orig_argv") and sys.orig_argv:
+        sys.orig_argv[-1] = src
+    # Python 3.13 keeps the -c source in linecache, for the lines its
+    # tracebacks show (this file's, now), registered once compiled: the
+    # compiler's warnings show none.
+    linecache = sys.modules.get("linecache")
+    lines = linecache is not None and linecache.cache.pop("<string>", None) is not None
+    # Directory listings cached while a box waited must not hide files
+    # written since (a module the host wrote into the workspace just before
+    # the call). A cold box listed them after.
+    for finder in [] if cold else list(sys.path_importer_cache.values()):
+        invalidate = getattr(finder, "invalidate_caches", None)
+        if invalidate is not None:
+            invalidate()
+    return lines
+
+
+def _ks_lines(src):
+    sys.modules["linecache"].cache["<string>"] = (
+        len(src), None, [line + "\n" for line in src.splitlines()], "<string>")
+
+
+def _ks_uncaught(e):
+    """Prints e as -c does; returns how the code ended."""
+    # Without this file's frames the traceback is the one -c prints (none
+    # at all for a SyntaxError).
+    tb = e.__traceback__ = _ks_strip(e.__traceback__, (_KS_OWN,))
+    sys.last_type, sys.last_value, sys.last_traceback = type(e), e, tb
+    if hasattr(sys, "last_exc"):
+        sys.last_exc = e
+    sys.excepthook(type(e), e, tb)
+    # -c exits 1 after an uncaught exception, and dies of SIGINT after a
+    # KeyboardInterrupt.
+    return _KS_INTERRUPTED if isinstance(e, KeyboardInterrupt) else _KS_EXCEPTION
+
+
+def _ks_done(channel, results, end, status):
+    # DONE's flags are what the host needs of it for a RUN: the init reports
+    # the exit and the exact usage. The CPU is os.times()'s (`resource`
+    # costs ~0.3 ms to import), the peak RSS left to the init's report (0).
+    dropped = results is not None and results.dropped
+    t = os.times()
+    channel.send_quiet(_KS_DONE, 0, _KS_DONE_BODY.pack(
+        end, status, 0, _KS_RESULTS_DROPPED if dropped else 0,
+        round((t[0] + t[2]) * 1e6), round((t[1] + t[3]) * 1e6), 0))
+
+
+def _ks_exit(main, end, code, oldest, done):
     # What Py_FinalizeEx does that a program can see, in its order, then
     # _exit: the interpreter's own teardown (~4 ms of freeing modules) is
     # the only part skipped. Anything unusual takes the interpreter's path.
-    import os
-    import sys
-
+    # done(status) sends DONE: last, but before any way out.
     if code is None:
         status = 0
     elif isinstance(code, int):
@@ -81,6 +379,7 @@ def _ks_exit(main, code, interrupted, oldest):
             sys.stderr.write(str(code))
             sys.stderr.write("\n")
         except BaseException:
+            done(1)
             raise SystemExit(code)  # the interpreter's own account of it
         status = 1
     threading = sys.modules.get("threading")
@@ -89,32 +388,86 @@ def _ks_exit(main, code, interrupted, oldest):
     import atexit
 
     atexit._run_exitfuncs()  # runs and forgets them: never twice
-    # Then module teardown: __main__'s names set to None (underscored ones
-    # first, as CPython does), which closes and flushes what they held (an
-    # open() never closed, objects with __del__), and a collection for the
-    # cycles among them: of the young generations only, while nothing the
-    # code made was promoted to the oldest (a full one costs ~0.3-2 ms and
-    # finds nothing more then).
-    for names in ([k for k in main if k.startswith("_") and k != "__builtins__"],
-                  [k for k in main if not k.startswith("_")]):
-        for k in names:
-            main[k] = None
-    import gc
-
-    young = (gc.get_count()[2], gc.get_stats()[2]["collections"]) == oldest
-    gc.collect(1 if young else 2)
+    _ks_clear(main, oldest)
     try:
         for stream in (sys.stdout, sys.stderr):
             if stream is not None:
                 stream.flush()
     except BaseException:
+        done(status)
         raise SystemExit(status)  # the interpreter reports it and exits 120
-    if interrupted:
-        import signal
-
-        signal.signal(signal.SIGINT, signal.SIG_DFL)
-        os.kill(os.getpid(), signal.SIGINT)
+    done(status)
+    if end == _KS_INTERRUPTED:
+        _signal = _KS_LAZY["_signal"]
+        _signal.signal(_signal.SIGINT, _signal.SIG_DFL)
+        os.kill(os.getpid(), _signal.SIGINT)
     os._exit(status)
 
 
-_ks_boot()
+def _ks_clear(main, oldest):
+    # Module teardown: __main__'s names set to None (underscored ones first,
+    # as CPython does), which closes and flushes what they held (an open()
+    # never closed, objects with __del__), and a collection for the cycles
+    # among them: of the young generations only, while nothing the code
+    # made was promoted to the oldest (a full one costs ~0.3-2 ms and finds
+    # nothing more then).
+    for names in ([k for k in main if k.startswith("_") and k != "__builtins__"],
+                  [k for k in main if not k.startswith("_")]):
+        for k in names:
+            main[k] = None
+    young = (gc.get_count()[2], gc.get_stats()[2]["collections"]) == oldest
+    gc.collect(1 if young else 2)
+
+
+def _ks_kernel(channel, main, body):
+    """Becomes a kernel: runs the driver the host sent, in a namespace of its
+    own, with what it needs from here. It returns only by exiting."""
+    mode, checkpoints = _KS_PAIR.unpack_from(body)
+    source = body[8:].decode("utf-8")
+    driver = {"__builtins__": __builtins__, "__name__": "ks_kernel"}
+    exec(compile(source, "<ks-kernel>", "exec", dont_inherit=True), driver)
+    driver["kernel"]({
+        "fd": channel.fd, "Channel": _KsChannel, "Results": _ks_results_class(), "main": main,
+        "mode": mode, "checkpoints": checkpoints, "compile": _ks_compile, "value": _KS_VALUE,
+        "strip": _ks_strip, "high_fd": _ks_high_fd, "boot": _KS_OWN,
+    })
+    os._exit(0)
+
+
+def _ks_private():
+    """Moves every name of this file out of __main__ into a namespace of its
+    own, which the code cannot see or rebind; returns the boot from there."""
+    main = globals()
+    own = {"__builtins__": sys.modules["builtins"], "__name__": "ks_boot"}
+    function = type(_ks_private)
+    names = [k for k in main if k.startswith(("_ks_", "_KS_", "_Ks"))]
+    for name in names:
+        own[name] = _ks_rebind(main[name], own, function)
+    for name in names:
+        del main[name]
+    for name in ("gc", "os", "sys"):
+        own[name] = main.pop(name)
+    own["_KS_OWN"] = own
+    _struct = __import__("_struct")  # preloaded on most builds
+    own["_KS_HEADER"] = _struct.Struct("=IHHII")
+    own["_KS_PAIR"] = _struct.Struct("=II")  # ks_ip_run, ks_ip_kernel
+    own["_KS_DONE_BODY"] = _struct.Struct("=iiIIQQQ")
+    return own["_ks_boot"]
+
+
+def _ks_rebind(value, own, function):
+    # A function's globals are fixed when it is made: the same code, made
+    # again with own as its globals. A class's methods likewise.
+    if type(value) is function:
+        made = function(value.__code__, own, value.__name__, value.__defaults__, value.__closure__)
+        made.__kwdefaults__ = value.__kwdefaults__
+        made.__doc__ = value.__doc__
+        return made
+    if isinstance(value, type):
+        for name, attr in list(vars(value).items()):
+            if type(attr) is function:
+                setattr(value, name, _ks_rebind(attr, own, function))
+    return value
+
+
+_ks_private()()

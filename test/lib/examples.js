@@ -14,6 +14,8 @@ const EXPECT = {
     /^false 1 ZeroDivisionError: division by zero$/m, /aborted: true/],
   "abort.js": [/^ABORT_ERR - the user pressed stop - printed before: "working\.\.\.\\n"$/m, /^next call$/m],
   "snapshot.js": [/^snapshot: \d+ bytes$/m, /^restored: 0\.1 0\.2 0\.3$/m],
+  "code-interpreter.js": [/^mean: 15\.933333333333332$/m, /^formats: text, html$/m,
+    /^crashed cell exit: 134$/m, /^slow cell: timeout$/m, /^rows still: 3$/m, /^after rollback: 3$/m],
 };
 
 /** Runs examples/NAME with env on top of ours; { status, stdout, stderr }. */

@@ -19,7 +19,8 @@ export type CallControlChecks = [
   Expect<Equal<ExecutionResult["limits"], ResourceLimits | null>>,
   Expect<Equal<ResourceLimits["memory"], "enforced" | "not_enforced" | "none">>,
   Expect<Equal<KilledFault["type"], "killed">>,
-  Expect<Equal<RunCodeOptions, CallOptions & { language?: "python" | "bash" | "node" }>>,
+  // (results: issue 14.)
+  Expect<Equal<RunCodeOptions, CallOptions & { language?: "python" | "bash" | "node"; results?: boolean | null }>>,
   Expect<Equal<CallOptions["timeoutS"], number | null | undefined>>,
   Expect<Equal<CallOptions["signal"], AbortSignal | null | undefined>>,
   Expect<Equal<SandboxOptions["capDrop"], string[] | undefined>>,

@@ -184,6 +184,29 @@ void ks__stray_drain(struct ks_sup *sup, struct ks__watch *w) {
 
 static void ks__kernel_pump(struct ks_sup *sup, struct ks_box *box, uint64_t now);
 
+/* A finished cell waits for the end of the batch (ks__cells_flush). */
+static void ks__cell_done(struct ks_sup *sup, struct ks_cell *cell) {
+  cell->next = sup->cells_done;
+  sup->cells_done = cell;
+}
+
+void ks__cells_flush(struct ks_sup *sup) {
+  /* In the order they finished. */
+  struct ks_cell *list = NULL;
+  while (sup->cells_done != NULL) {
+    struct ks_cell *c = sup->cells_done;
+    sup->cells_done = c->next;
+    c->next = list;
+    list = c;
+  }
+  while (list != NULL) {
+    struct ks_cell *c = list;
+    list = c->next;
+    c->next = NULL;
+    sup->hooks.on_cell_done(sup->ctx, c);
+  }
+}
+
 /* The current cell is finished: what its pipes hold was written before
  * the message that ended it (a write returns once its bytes are in the
  * pipe), so one drain to EAGAIN takes all of the cell's output. */
@@ -206,14 +229,22 @@ static void ks__cell_finish(struct ks_sup *sup, struct ks_box *box, struct ks_ce
   if (k->current == cell)
     k->current = NULL;
   cell->box = NULL;
-  sup->hooks.on_cell_done(sup->ctx, cell);
+  ks__cell_done(sup, cell);
+}
+
+/* Aborted while it waited: never sent, the kernel untouched. */
+static void ks__cell_skip(struct ks_sup *sup, struct ks_cell *cell) {
+  cell->res.how = KS_CELL_SKIPPED;
+  cell->res.cancelled = true;
+  cell->box = NULL;
+  ks__cell_done(sup, cell);
 }
 
 static void ks__cell_fail(struct ks_sup *sup, struct ks_cell *cell, const char *why) {
   cell->res.how = KS_CELL_DEAD;
   cell->res.why = why;
   cell->box = NULL;
-  sup->hooks.on_cell_done(sup->ctx, cell);
+  ks__cell_done(sup, cell);
 }
 
 /* The kernel is over: the host ends it (protocol broken, an interrupt
@@ -572,8 +603,7 @@ static void ks__kernel_pump(struct ks_sup *sup, struct ks_box *box, uint64_t now
     k->queue_tail = NULL;
   cell->next = NULL;
   if (ks__key_cancelled(sup, cell->req.call)) {
-    cell->res.cancelled = true;
-    ks__cell_fail(sup, cell, "aborted before it ran");
+    ks__cell_skip(sup, cell);
     ks__kernel_pump(sup, box, now);
     return;
   }
@@ -617,7 +647,7 @@ void ks__cells_take(struct ks_sup *sup, struct ks_cell *cells, uint64_t now) {
       box = box->next;
     if (box == NULL) {
       cell->res.how = KS_CELL_NO_KERNEL;
-      sup->hooks.on_cell_done(sup->ctx, cell);
+      ks__cell_done(sup, cell);
       continue;
     }
     cell->box = box;
@@ -653,6 +683,7 @@ static void ks__cell_stop(struct ks_sup *sup, struct ks_box *box, struct ks_cell
 }
 
 void ks__cells_sweep(struct ks_sup *sup, uint64_t now) {
+  ks__cells_flush(sup);
   for (struct ks_box *box = sup->live; box != NULL; box = box->next) {
     struct ks__kernel *k = box->kernel;
     struct ks_cell *cell;
@@ -669,8 +700,7 @@ void ks__cells_sweep(struct ks_sup *sup, uint64_t now) {
             k->queue_tail = t;
         }
         q->next = NULL;
-        q->res.cancelled = true;
-        ks__cell_fail(sup, q, "aborted before it ran");
+        ks__cell_skip(sup, q);
       } else {
         pp = &q->next;
       }
@@ -695,6 +725,7 @@ void ks__cells_sweep(struct ks_sup *sup, uint64_t now) {
                       now);
     }
   }
+  ks__cells_flush(sup); /* the ones the deadlines and aborts ended */
 }
 
 uint64_t ks__cells_next_deadline(struct ks_sup *sup) {

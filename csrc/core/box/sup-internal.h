@@ -171,6 +171,7 @@ struct ks_sup {
   struct ks_box *pending_tail; /* guarded by lock */
   struct ks_cell *cells_head;  /* cells submitted, guarded by lock */
   struct ks_cell *cells_tail;  /* guarded by lock */
+  struct ks_cell *cells_done;  /* finished cells, handed to JS after the batch */
   bool stopping;               /* guarded by lock */
   uint64_t *cancelled;         /* cancelled groups, guarded by lock */
   size_t ncancelled;           /* guarded by lock */
@@ -266,5 +267,8 @@ uint64_t ks__cells_next_deadline(struct ks_sup *sup);
 void ks__ip_box_end(struct ks_sup *sup, struct ks_box *box, const char *why);
 /* Teardown: cells never taken end as if their kernel were gone. */
 void ks__cells_cancel(struct ks_sup *sup, struct ks_cell *cells);
+/* Hands the cells finished during the batch to on_cell_done: never in the
+ * middle of one, where a later event may still name a cell's pipes. */
+void ks__cells_flush(struct ks_sup *sup);
 
 #endif

@@ -1203,6 +1203,7 @@ static void ks__teardown(struct ks_sup *sup, struct ks_box *pending) {
     ks__live_unlink(sup, box);
     ks__after_box(sup, box);
   }
+  ks__cells_flush(sup);
   while (sup->tails != NULL) {
     struct ks__tail *t = sup->tails;
     if (t->proc.pidfd >= 0)

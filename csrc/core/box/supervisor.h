@@ -137,6 +137,7 @@ enum ks_cell_end {
   KS_CELL_READY = 3,     /* a KERNEL message's READY: res.ready */
   KS_CELL_DEAD = 4,      /* the kernel is gone: res.why */
   KS_CELL_NO_KERNEL = 5, /* no live kernel box has that key */
+  KS_CELL_SKIPPED = 6,   /* its call was aborted before it was sent: never ran */
 };
 
 struct ks_cell_result {
