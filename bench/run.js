@@ -459,6 +459,124 @@ async function prewarmed() {
     `p50 ${median(warm).toFixed(2)} ms = ${ratio.toFixed(2)}x`, "<= 1.0x (not slower)", ratio <= 1.05);
 }
 
+/** Issue 14's figures: a warm kernel's cell round trip, shared and fork,
+ * against a stdin/stdout kernel in a box of the same kern (the baseline
+ * 0.1.23's kernel is built like: bench/baseline-kernel.py), and kernel()'s
+ * start to its first result, cold and with a prewarmed box. */
+async function kernel() {
+  const n = QUICK ? 500 : 2000;
+  const cell = "sum(range(1000))";
+  const base = await baselineKernel(cell, n);
+  const trip = async (k, count) => {
+    const out = [];
+    for (let i = 0; i < count; i++) {
+      const t0 = process.hrtime.bigint();
+      const r = await k.runCode(cell);
+      out.push(ms(t0));
+      if (r.results[0]?.text !== "499500") throw new Error(`a cell failed: ${JSON.stringify(r)}`);
+    }
+    return out;
+  };
+  const s = await new Sandbox({ prewarm: 0 }).open();
+  try {
+    for (const [isolation, count, target] of [["shared", n, 0.25], ["fork", QUICK ? 100 : 400, 2]]) {
+      const k = await s.kernel({ isolation });
+      await trip(k, 50); // warm-up
+      const t = await trip(k, count);
+      await k.close();
+      row(`kernel cell ${cell}, ${isolation}, ${count} back to back`,
+        `stdin/stdout kernel in a box: p50 ${median(base).toFixed(3)} ms`,
+        `p50 ${median(t).toFixed(3)} ms (${(median(t) / median(base)).toFixed(2)}x), p99 ${pct(t, 99).toFixed(3)} ms`,
+        `p50 <= ${target} ms`, median(t) <= target);
+    }
+  } finally {
+    await s.close();
+  }
+  // Start to first result: cold, and taking the session's prewarmed box.
+  const first = async (k) => {
+    const r = await k.runCode("1");
+    if (r.results[0]?.text !== "1") throw new Error("the first cell failed");
+  };
+  const rounds = QUICK ? 5 : 15;
+  const cold = [];
+  const warm = [];
+  const oneShot = [];
+  for (let i = 0; i < rounds; i++) {
+    for (const prewarm of [0, 1]) {
+      const sb = await new Sandbox({ prewarm }).open();
+      try {
+        if (prewarm) await h.sleep(500); // the Python box is up and waiting
+        const t0 = process.hrtime.bigint();
+        const k = await sb.kernel();
+        await first(k);
+        (prewarm ? warm : cold).push(ms(t0));
+        await k.close();
+        if (!prewarm) {
+          const t1 = process.hrtime.bigint();
+          await sb.runCode("1");
+          oneShot.push(ms(t1));
+        }
+      } finally {
+        await sb.close();
+      }
+    }
+  }
+  row("kernel() to its first result, cold (prewarm: 0)", `a cold one-shot runCode("1"): p50 ${median(oneShot).toFixed(2)} ms`,
+    `p50 ${median(cold).toFixed(2)} ms`, "<= 60 ms", median(cold) <= 60);
+  row("kernel() to its first result, with a prewarmed box", "-",
+    `p50 ${median(warm).toFixed(2)} ms`, "<= 5 ms", median(warm) <= 5);
+}
+
+/** Round trips of `cell` through bench/baseline-kernel.py in a kern box. */
+async function baselineKernel(cell, n) {
+  const ws = fs.realpathSync(h.tmpDir("bench-kernel-"));
+  const script = fs.readFileSync(path.join(__dirname, "baseline-kernel.py"), "utf8");
+  const { argv } = boxArgv(normalizeOptions({ workspace: ws }), { kern: process.env.KERN_BIN,
+    name: `ksbench-k-${crypto.randomBytes(4).toString("hex")}`, workspace: ws, isSetup: false,
+    depsDirExists: false, envFd: 4, command: ["python3", "-u", "-c", script] });
+  const { spawn } = require("child_process");
+  // (Node's "pipe" stdio is a socket, which /dev/fd/4 cannot open: a file.)
+  const envPath = path.join(h.tmpDir("bench-env-"), "env");
+  fs.writeFileSync(envPath, "PYTHONPATH=/workspace/.deps\n");
+  const envFd = fs.openSync(envPath, "r");
+  const child = spawn(argv[0], argv.slice(1), {
+    stdio: ["pipe", "pipe", "inherit", "ignore", envFd],
+    env: { PATH: process.env.PATH, HOME: process.env.HOME, KERN_QUIET: "1", KERN_STARTED_FD: "3" },
+  });
+  fs.closeSync(envFd);
+  let buf = "";
+  let wake = null;
+  child.stdout.on("data", (d) => {
+    buf += d;
+    if (wake !== null && buf.includes("\n")) wake();
+  });
+  const ask = (code) => new Promise((resolve) => {
+    const done = () => {
+      const i = buf.indexOf("\n");
+      const line = buf.slice(0, i);
+      buf = buf.slice(i + 1);
+      wake = null;
+      resolve(JSON.parse(line));
+    };
+    wake = done;
+    child.stdin.write(`${JSON.stringify(code)}\n`);
+  });
+  try {
+    for (let i = 0; i < 50; i++) await ask(cell);
+    const out = [];
+    for (let i = 0; i < n; i++) {
+      const t0 = process.hrtime.bigint();
+      const v = await ask(cell);
+      out.push(ms(t0));
+      if (v !== "499500") throw new Error(`the baseline kernel said ${v}`);
+    }
+    return out;
+  } finally {
+    child.stdin.end();
+    await new Promise((r) => child.once("exit", r));
+  }
+}
+
 async function idleLoop() {
   const idle = loopMonitor();
   idle.enable();
@@ -474,7 +592,7 @@ async function idleLoop() {
   const idle = await idleLoop();
   loop.enable();
   const figures = { perCallOverhead, bigWorkspaceOverhead, concurrency, timeoutPrecision, flood,
-    snapshots, oneShot, closeCost, prewarmed, flood10g };
+    snapshots, oneShot, closeCost, prewarmed, kernel, flood10g };
   const onRequest = ["flood10g"];
   // `node bench/run.js only=flood,snapshots` measures a subset (when chasing one figure).
   const only = (process.argv.find((a) => a.startsWith("only=")) || "").slice(5).split(",")

@@ -17,22 +17,25 @@ const REPORT_SIGNALED = 2;
 
 // The Python that runs in the box (its own files: code that runs in the box
 // is never a string in C or JS): the bootstrap every Python box starts with
-// (`python3 -c`), and the kernel driver it is sent when it becomes a kernel.
+// (`python3 -c`), carrying the rich results' code and the kernel driver.
 const PYTHON_BOOT = pythonBoot(path.join(__dirname, "inbox"));
-const PYTHON_KERNEL = fs.readFileSync(path.join(__dirname, "inbox", "python-kernel.py"));
 
 /**
- * The boot's source, with python-rich.py's text in it as a string constant
- * (the line `_KS_RICH_SOURCE = None`): one -c argument carries both, and
- * the rendering code is compiled only when a call renders something. (JSON's
- * string syntax is a subset of Python's.)
+ * The boot's source, with the texts of python-rich.py and python-kernel.py
+ * in it as string constants (the lines `_KS_RICH_SOURCE = None` and
+ * `_KS_KERNEL_SOURCE = None`): one -c argument carries all three, and the
+ * rendering code and the kernel driver are compiled only when needed, or
+ * while a prewarmed box waits. (JSON's string syntax is a subset of Python's.)
  */
 function pythonBoot(dir) {
-  const boot = fs.readFileSync(path.join(dir, "python-boot.py"), "utf8");
-  const rich = fs.readFileSync(path.join(dir, "python-rich.py"), "utf8");
-  const line = "_KS_RICH_SOURCE = None\n";
-  if (!boot.includes(line)) throw new Error(`kern-sandbox: ${dir}/python-boot.py has no ${line.trim()}`);
-  return boot.replace(line, `_KS_RICH_SOURCE = ${JSON.stringify(rich)}\n`);
+  let boot = fs.readFileSync(path.join(dir, "python-boot.py"), "utf8");
+  for (const [name, file] of [["_KS_RICH_SOURCE", "python-rich.py"], ["_KS_KERNEL_SOURCE", "python-kernel.py"]]) {
+    const line = `${name} = None\n`;
+    if (!boot.includes(line)) throw new Error(`kern-sandbox: ${dir}/python-boot.py has no ${line.trim()}`);
+    const text = fs.readFileSync(path.join(dir, file), "utf8");
+    boot = boot.replace(line, `${name} = ${JSON.stringify(text)}\n`);
+  }
+  return boot;
 }
 
 /** The built init next to the addon that loaded, or null (not built). */
@@ -60,19 +63,40 @@ const INIT_BINARY = findInitBinary();
  * on this host's journaled /tmp right after kern's teardown wrote there
  * (measured), for no gain in isolation (the sessions of one process trust
  * each other). Removed when the process (or Worker) exits; a directory
- * left by a process that was SIGKILLed is removed by the next one to start.
+ * left by a process that was SIGKILLed is removed by the next one to start
+ * in the same PID namespace (its name says which: a pid alone means nothing
+ * to a process in another namespace sharing this TMPDIR, where the owner
+ * would look dead). Made again if it went (someone cleaned TMPDIR).
  * Null when the init is not built or cannot be set up (boxes then run their
  * workload directly, as 0.1.1 did).
  */
 const dirs = new Map(); // tmpdir -> directory, or null once it failed there
 
+/** This process's PID namespace, as the inode number /proc names it. */
+const PID_NS = (() => {
+  try {
+    return /\[(\d+)\]/.exec(fs.readlinkSync("/proc/self/ns/pid"))[1];
+  } catch {
+    return "0";
+  }
+})();
+
+/** The name prefix of the init directories of process pid (this namespace's). */
+function dirPrefix(pid = process.pid) {
+  return `kern-init-${PID_NS}-${pid}-`;
+}
+
 function initDir(tmpdir = os.tmpdir()) {
   if (INIT_BINARY === null) return null;
-  if (dirs.has(tmpdir)) return dirs.get(tmpdir);
+  if (dirs.has(tmpdir)) {
+    const known = dirs.get(tmpdir);
+    if (known === null || fs.existsSync(path.join(known, "ks-init"))) return known;
+    removeInitDir(known); // it went: made again below
+  }
   let dir = null;
   try {
     removeStaleDirs(tmpdir);
-    dir = fs.mkdtempSync(path.join(tmpdir, `kern-init-${process.pid}-`));
+    dir = fs.mkdtempSync(path.join(tmpdir, dirPrefix()));
     // kern's -v syntax cannot carry ':' or ','.
     if (/[:\n\r,]/.test(dir)) throw new Error("unusable path");
     fs.chmodSync(dir, 0o700);
@@ -107,16 +131,17 @@ function removeInitDir(dir) {
   }
 }
 
-/** Our own kern-init-PID-* directories whose process is gone. */
+/** Our own kern-init-NS-PID-* directories of this PID namespace whose
+ * process is gone. */
 function removeStaleDirs(tmpdir) {
   const uid = typeof process.getuid === "function" ? process.getuid() : -1;
   for (const name of fs.readdirSync(tmpdir)) {
-    const m = /^kern-init-(\d+)-[A-Za-z0-9]{6}$/.exec(name);
-    if (m === null || Number(m[1]) === process.pid) continue;
+    const m = /^kern-init-(\d+)-(\d+)-[A-Za-z0-9]{6}$/.exec(name);
+    if (m === null || m[1] !== PID_NS || Number(m[2]) === process.pid) continue;
     const dir = path.join(tmpdir, name);
     try {
       if (fs.lstatSync(dir).uid !== uid) continue;
-      process.kill(Number(m[1]), 0); // alive (or not ours to signal): leave it
+      process.kill(Number(m[2]), 0); // alive (or not ours to signal): leave it
     } catch (e) {
       if (e.code === "ESRCH") removeInitDir(dir);
     }
@@ -162,5 +187,5 @@ function specFrame(command) {
   return out;
 }
 
-module.exports = { BOX_DIR, BOX_PATH, INIT_BINARY, REPORT_EXITED, REPORT_SIGNALED, PYTHON_KERNEL,
-  initDir, coldCommand, interpCommand, waitingCommand, specFrame };
+module.exports = { BOX_DIR, BOX_PATH, INIT_BINARY, REPORT_EXITED, REPORT_SIGNALED,
+  initDir, dirPrefix, coldCommand, interpCommand, waitingCommand, specFrame };

@@ -107,7 +107,7 @@ class Kernel {
       try {
         const o = this.#host.options({});
         raw = await binding.kernelCell(this.#key, 0, "kernel", MODES[this.isolation],
-          this.checkpoints, init.PYTHON_KERNEL, Math.max(o.timeoutS, 30) * 1000, o.maxOutputBytes,
+          this.checkpoints, null, Math.max(o.timeoutS, 30) * 1000, o.maxOutputBytes,
           null, null, 0);
       } finally {
         dispose();

@@ -159,14 +159,20 @@ describe("run", function () {
     });
   });
 
-  it("passes code over 128 KiB through a workspace file and removes it", async function () {
-    await withSandbox(async (sbx) => {
-      const code = `x = "${"a".repeat(140 * 1024)}"\nprint(len(x))\n`;
-      const r = await sbx.runCode(code);
+  it("passes bash code over 128 KiB through a workspace file and removes it; Python code of " +
+    "any size goes to the box's interpreter, with no file", async function () {
+    await withSandbox({ prewarm: 0 }, async (sbx) => {
+      const code = `x="${"a".repeat(140 * 1024)}"\necho \${#x}\n`;
+      const r = await sbx.runCode(code, { language: "bash" });
       assert.strictEqual(r.stdout, `${140 * 1024}\n`);
       const cmd = h.boxCommand(lastBoxArgv());
       assert.strictEqual(cmd.length, 2);
-      assert.match(cmd[1], /^\/workspace\/\.cell-[0-9a-f]+\.py$/);
+      assert.match(cmd[1], /^\/workspace\/\.cell-[0-9a-f]+\.sh$/);
+      assert.deepStrictEqual(await sbx.listFiles(), []);
+      const py = await sbx.runCode(`x = "${"a".repeat(140 * 1024)}"\nprint(len(x))\n`);
+      assert.strictEqual(py.stdout, `${140 * 1024}\n`);
+      assert.deepStrictEqual(h.boxCommand(lastBoxArgv()).slice(0, 2), ["python3", "-c"]);
+      assert.deepStrictEqual(py.files, []);
       assert.deepStrictEqual(await sbx.listFiles(), []);
     });
   });

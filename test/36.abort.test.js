@@ -178,8 +178,10 @@ describe("abort (issue 13, E5)", function () {
     await assert.rejects(sbx.run(["true"]), /open the Sandbox first/);
 
     const ac2 = new AbortController();
-    const one = settlement(runCode(`import time\nprint('partial', flush=True)\ntime.sleep(30)  # ${marker}`,
-      { signal: ac2.signal }));
+    // (The marker names the box's image: Python code goes to the box's
+    // interpreter, not its argv.)
+    const one = settlement(runCode("import time\nprint('partial', flush=True)\ntime.sleep(30)",
+      { signal: ac2.signal, image: marker }));
     assert.ok(await h.waitFor(() => h.processesWith(marker).length > 0, 5000));
     await h.sleep(100);
     const t1 = performance.now();

@@ -10,6 +10,7 @@ const path = require("path");
 const { spawn, execFileSync } = require("child_process");
 const { withSandbox } = require("..");
 const h = require("./lib/harness");
+const { dirPrefix } = require("../lib/init");
 const leaks = require("./lib/leaks");
 const procfs = require("./lib/procfs");
 
@@ -160,7 +161,7 @@ describe("what other processes get (A34, A37, A40)", function () {
         // and no env file of any name.
         const left = fs.readdirSync(tmp);
         note(`${what}: left in $TMPDIR after kill -9: ${JSON.stringify(left)}`);
-        assert.ok(left.every((e) => /^kern-ws-/.test(e) || e.startsWith(`kern-init-${child.pid}-`)),
+        assert.ok(left.every((e) => /^kern-ws-/.test(e) || e.startsWith(dirPrefix(child.pid))),
           JSON.stringify(left));
         fs.rmSync(dir, { recursive: true, force: true });
       });

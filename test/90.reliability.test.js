@@ -12,6 +12,7 @@ const os = require("os");
 const { withSandbox, runCode } = require("..");
 const binding = require("../lib/binding");
 const h = require("./lib/harness");
+const { dirPrefix } = require("../lib/init");
 const procfs = require("./lib/procfs");
 
 const { note } = h;
@@ -541,7 +542,7 @@ describe("reliability: the host process ends while boxes run (C9)", function () 
       const left = fs.readdirSync(tmp);
       // The in-box init's directory goes with the process's 'exit' hook;
       // without JS, the next process to start removes it.
-      const inits = left.filter((e) => e.startsWith(`kern-init-${child.pid}-`));
+      const inits = left.filter((e) => e.startsWith(dirPrefix(child.pid)));
       const swept = h.tmpAfterSweep(tmp);
       fs.rmSync(tmp, { recursive: true, force: true });
       assert.strictEqual(inits.length, removed ? 0 : 1, JSON.stringify(left));

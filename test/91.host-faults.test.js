@@ -16,6 +16,7 @@ const { Sandbox, SandboxError, withSandbox } = require("..");
 const binding = require("../lib/binding");
 const { watchClosesSettled } = require("../lib/session");
 const h = require("./lib/harness");
+const { dirPrefix } = require("../lib/init");
 const leaks = require("./lib/leaks");
 
 const stress = process.env.KERN_SANDBOX_STRESS === "1";
@@ -483,6 +484,8 @@ describe("host faults", function () {
       const sockets0 = new Set(leaks.listeningSockets().keys());
       const cgroups0 = new Set(leaks.kernCgroups());
       const groups0 = binding.cancelledGroups();
+      // The in-box init's directory of this process (one for its life).
+      const tmp0 = fs.readdirSync(tmp).filter((e) => e.startsWith(dirPrefix(process.pid))).length;
       assert.deepStrictEqual(h.children(), [], "a clean slate: no child of ours before the run");
 
       const census = () => ({
@@ -492,7 +495,7 @@ describe("host faults", function () {
         fds: h.openFds() - fds0,
         handles: process._getActiveHandles().length - handles0,
         envMemfds: leaks.fdsLinkingTo("kern-sandbox-env"),
-        tmpEntries: fs.readdirSync(tmp).length, // workspaces, env files
+        tmpEntries: fs.readdirSync(tmp).length - tmp0, // workspaces, env files
         kernProcesses: h.processesUsing(h.fakeKern()).length,
         secretOnDisk: leaks.secretFiles([tmp, h.stateDir()], secret).length,
         ports: leaks.newListeners(sockets0).length,
@@ -607,7 +610,8 @@ describe("host faults", function () {
       const child = spawn(h.fakeKern(), ["box", "ksbx-d1-leak", "--image", "plain", "--", "sleep", "30"],
         { stdio: "ignore" });
       process.env.TMPDIR = tmp;
-      const s = await new Sandbox({ ...opts, timeoutS: 30 }).open();
+      // prewarm: 0: the one box in flight is the planted one.
+      const s = await new Sandbox({ ...opts, timeoutS: 30, prewarm: 0 }).open();
       if (savedTmp === undefined) delete process.env.TMPDIR;
       else process.env.TMPDIR = savedTmp;
       const inFlight = s.run(["sleep", "30"]);

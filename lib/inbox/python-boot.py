@@ -8,8 +8,9 @@
 #           own frames, SystemExit, atexit and output flushing as at exit;
 #           plus, when asked, rich results (display(), the value of a
 #           trailing expression, open matplotlib figures) sent as RESULTs.
-#   KERNEL  the kernel driver's source (lib/inbox/python-kernel.py), handed
-#           what it needs from here: this process becomes a kernel.
+#   KERNEL  this process becomes a kernel: the kernel driver
+#           (lib/inbox/python-kernel.py, whose text the host put in this
+#           file as _KS_KERNEL_SOURCE) runs, handed what it needs from here.
 # Nothing of this file stays visible to the code: no name in __main__ (the
 # functions below move to a namespace of their own before anything runs, so
 # a name the code rebinds, say `str = ""`, cannot change them either), no
@@ -35,8 +36,13 @@ _KS_VALUE = "__ks_value__"  # where a trailing expression leaves its value
 # file the -c argument: compiled only once a call has a result to render
 # (a constant costs the start-up nothing; the code would cost ~2 ms).
 _KS_RICH_SOURCE = None
+# python-kernel.py's text likewise: compiled while a box waits (a prewarmed
+# box can become a kernel in a millisecond), or at KERNEL.
+_KS_KERNEL_SOURCE = None
 # Modules imported only once a result needs them (their imports cost 0.3-9 ms).
 _KS_LAZY = {}
+# What the boot compiled ahead (the kernel driver's code).
+_KS_STATE = {}
 
 
 def _ks_lazy(name):
@@ -248,7 +254,9 @@ def _ks_take(main):
     cold = channel.ready()
     if not cold:
         _ks_warm_up()
-        _ks_results_class()  # compiled while the box waits, not on a call's path
+        # Compiled while the box waits, not on a call's path.
+        _ks_results_class()
+        _ks_kernel_code()
     try:
         msg = channel.recv()
     except (OSError, ValueError):
@@ -419,13 +427,20 @@ def _ks_clear(main, oldest):
     gc.collect(1 if young else 2)
 
 
+def _ks_kernel_code():
+    code = _KS_STATE.get("kernel")
+    if code is None:
+        code = _KS_STATE["kernel"] = compile(_KS_KERNEL_SOURCE, "<ks-kernel>", "exec",
+                                             dont_inherit=True)
+    return code
+
+
 def _ks_kernel(channel, main, body):
-    """Becomes a kernel: runs the driver the host sent, in a namespace of its
-    own, with what it needs from here. It returns only by exiting."""
+    """Becomes a kernel: runs the driver in a namespace of its own, with what
+    it needs from here. It returns only by exiting."""
     mode, checkpoints = _KS_PAIR.unpack_from(body)
-    source = body[8:].decode("utf-8")
     driver = {"__builtins__": __builtins__, "__name__": "ks_kernel"}
-    exec(compile(source, "<ks-kernel>", "exec", dont_inherit=True), driver)
+    exec(_ks_kernel_code(), driver)
     driver["kernel"]({
         "fd": channel.fd, "Channel": _KsChannel, "Results": _ks_results_class(), "main": main,
         "mode": mode, "checkpoints": checkpoints, "compile": _ks_compile, "value": _KS_VALUE,

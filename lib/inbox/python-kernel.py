@@ -1,7 +1,7 @@
 # The kernel driver: what a box's Python runs once its boot
-# (lib/inbox/python-boot.py) got KERNEL. The host sends this source in that
-# message (it is never a file in the box); the boot runs it in a namespace
-# of its own and calls kernel(kit) with the interpreter socket's descriptor
+# (lib/inbox/python-boot.py) got KERNEL. The boot carries this file's text
+# (lib/init.js puts it there; it is never a file in the box), runs it in a
+# namespace of its own and calls kernel(kit) with the interpreter socket's descriptor
 # and the boot's framing of it (csrc/core/box/interp.h), its rich-result
 # machinery and its helpers.
 #

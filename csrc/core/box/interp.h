@@ -19,8 +19,9 @@
  *     RUN      id 0. struct ks_ip_run, then the code (UTF-8): run it as
  *              `python3 -c CODE` would, collecting rich results if asked;
  *              then exit as that would (the init reports how).
- *     KERNEL   id 0. struct ks_ip_kernel, then the kernel driver's source
- *              (lib/inbox/python-kernel.py): become a kernel.
+ *     KERNEL   id 0. struct ks_ip_kernel: become a kernel (the boot carries
+ *              the driver, lib/inbox/python-kernel.py, compiled while a
+ *              prewarmed box waits).
  *     CELL     id >= 1. struct ks_ip_cell, then the code. The first record
  *              carries two descriptors (SCM_RIGHTS): the write ends of the
  *              cell's stdout and stderr pipes.

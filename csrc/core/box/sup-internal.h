@@ -184,6 +184,7 @@ struct ks_sup {
   struct ks_box *live;
   struct ks__aux *aux;
   _Atomic size_t aux_count;
+  _Atomic size_t stops_queued; /* `kern stop`s queued by a sweep, not yet started */
   struct ks__tail *tails;
   _Atomic size_t tail_count;
   struct ks_sup_hooks hooks;

@@ -238,6 +238,7 @@ static void ks__queue_stop(struct ks_sup *sup, struct ks_box *box, struct ks__st
     ks__run_stop(sup, req->path, req->exec_fd, req->stop_argv, req->envp);
     return;
   }
+  atomic_fetch_add(&sup->stops_queued, 1);
   stop->exec_fd = req->exec_fd;
   stop->argv = req->stop_argv;
   stop->envp = req->envp;
@@ -258,6 +259,7 @@ static void ks__run_stops(struct ks_sup *sup, struct ks__stop *stops) {
     ks__free_strv(stops->argv);
     ks__free_strv(stops->envp);
     free(stops);
+    atomic_fetch_sub(&sup->stops_queued, 1); /* now a helper, counted as one */
     stops = next;
   }
 }
@@ -1530,7 +1532,10 @@ void ks_sup_forget_group(struct ks_sup *sup, uint64_t group) {
 size_t ks_sup_live_boxes(struct ks_sup *sup) { return atomic_load(&sup->live_count); }
 
 size_t ks_sup_tails(struct ks_sup *sup) {
-  return atomic_load(&sup->tail_count) + atomic_load(&sup->aux_count);
+  /* A stop queued before the count of helpers it becomes: never a moment
+   * between the two when both read 0. */
+  size_t queued = atomic_load(&sup->stops_queued);
+  return atomic_load(&sup->tail_count) + atomic_load(&sup->aux_count) + queued;
 }
 
 size_t ks_sup_cancelled_groups(struct ks_sup *sup) {

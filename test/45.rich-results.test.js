@@ -1,0 +1,154 @@
+"use strict";
+
+// Issue 14, part 1 against the double: rich results of one-shot Python
+// calls (ExecutionResult.results, Result), with everything else exactly
+// `python3 -c` (the equality table, test/41, runs with results on), no
+// helper file in the workspace for any code, results within maxOutputBytes,
+// and `results: false` giving 0.1.1's argv.
+const assert = require("assert");
+const h = require("./lib/harness");
+const { Sandbox, Result, runCode, withSandbox } = require("..");
+
+// A stand-in for matplotlib.pyplot (the double's python3 has no matplotlib):
+// the calls the figure capture makes, and a PNG that says which figure it is.
+const FAKE_PYPLOT = `
+import io
+_figs = {}
+class Figure:
+    def __init__(self, num): self.num = num
+    def savefig(self, buf, format=None):
+        buf.write(b'\\x89PNG\\r\\n\\x1a\\n' + ('figure %d' % self.num).encode())
+    def __repr__(self): return '<Figure %d>' % self.num
+def figure(num=None):
+    num = num if num is not None else len(_figs) + 1
+    return _figs.setdefault(num, Figure(num))
+def get_fignums(): return sorted(_figs)
+def close(which='all'): _figs.clear()
+`;
+
+describe("code interpreter: rich results of one-shot calls (issue 14)", function () {
+  this.timeout(60000);
+
+  it("the value of a trailing expression is a result, None is not; display() adds results in " +
+    "order; Result's getters read data", async function () {
+    const r = await runCode("print('out')\ndisplay(1, 'two')\nNone\n[3] * 2");
+    assert.strictEqual(r.stdout, "out\n");
+    assert.ok(r.results.every((x) => x instanceof Result));
+    assert.deepStrictEqual(r.results.map((x) => x.text), ["1", "'two'", "[3, 3]"]);
+    const none = await runCode("x = 1\nNone");
+    assert.deepStrictEqual(none.results, []);
+    const doc = await runCode("'''only a docstring'''\nprint(__doc__)");
+    assert.strictEqual(doc.stdout, "only a docstring\n");
+    assert.deepStrictEqual(doc.results, []);
+  });
+
+  it("_repr_html_, _repr_markdown_, _repr_svg_, _repr_latex_, _repr_json_, _repr_png_ and " +
+    "_repr_jpeg_ are used; a _repr_ that raises is skipped; text/plain is always there",
+  async function () {
+    const r = await runCode([
+      "class Rich:",
+      "    def __repr__(self): return 'Rich()'",
+      "    def _repr_html_(self): return '<i>r</i>'",
+      "    def _repr_markdown_(self): return '*r*'",
+      "    def _repr_svg_(self): return '<svg/>'",
+      "    def _repr_latex_(self): return '$r$'",
+      "    def _repr_json_(self): return {'a': [1, 2]}",
+      "    def _repr_png_(self): return b'\\x89PNG-bytes'",
+      "    def _repr_jpeg_(self): return (b'\\xff\\xd8jpeg', {'width': 1})",
+      "class Broken:",
+      "    def _repr_html_(self): raise RuntimeError('no')",
+      "display(Broken())",
+      "Rich()",
+    ].join("\n"));
+    assert.strictEqual(r.stderr, "");
+    const [broken, rich] = r.results;
+    assert.deepStrictEqual(broken.formats(), ["text"]);
+    assert.match(broken.text, /^<__main__\.Broken object at 0x[0-9a-f]+>$/);
+    assert.deepStrictEqual(rich.formats(), ["text", "html", "markdown", "svg", "png", "jpeg", "latex", "json"]);
+    assert.strictEqual(rich.text, "Rich()");
+    assert.strictEqual(rich.html, "<i>r</i>");
+    assert.strictEqual(rich.markdown, "*r*");
+    assert.strictEqual(rich.svg, "<svg/>");
+    assert.strictEqual(rich.latex, "$r$");
+    assert.deepStrictEqual(JSON.parse(rich.json), { a: [1, 2] });
+    assert.ok(rich.png.equals(Buffer.from("\x89PNG-bytes", "latin1")));
+    assert.ok(rich.jpeg.equals(Buffer.from("\xff\xd8jpeg", "latin1")));
+    assert.strictEqual(rich.data["image/png"], Buffer.from("\x89PNG-bytes", "latin1").toString("base64"));
+  });
+
+  it("open matplotlib figures become PNG results at the end, and are closed", async function () {
+    await withSandbox(async (s) => {
+      await s.writeFile("matplotlib/__init__.py", "");
+      await s.writeFile("matplotlib/pyplot.py", FAKE_PYPLOT);
+      const r = await s.runCode("import matplotlib.pyplot as plt\nplt.figure()\nplt.figure()\n" +
+        "print(plt.get_fignums())");
+      assert.strictEqual(r.stdout, "[1, 2]\n");
+      assert.deepStrictEqual(r.results.map((x) => x.text), ["<Figure 1>", "<Figure 2>"]);
+      assert.strictEqual(r.results[1].png.toString("latin1"), "\x89PNG\r\n\x1a\nfigure 2");
+      // Also after an exception; never with results: false.
+      const err = await s.runCode("import matplotlib.pyplot as plt\nplt.figure()\n1/0");
+      assert.strictEqual(err.exitCode, 1);
+      assert.strictEqual(err.results.length, 1);
+      const off = await s.runCode("import matplotlib.pyplot as plt\nplt.figure()", { results: false });
+      assert.deepStrictEqual(off.results, []);
+    });
+  });
+
+  it("results are bounded by maxOutputBytes: one that does not fit is dropped whole and the " +
+    "result says truncated; the output itself is untouched", async function () {
+    const r = await runCode("display('a' * 300)\ndisplay('b' * 3000)\ndisplay('c' * 300)\nprint('ok')",
+      { maxOutputBytes: 1000 });
+    assert.strictEqual(r.stdout, "ok\n");
+    assert.deepStrictEqual(r.results.map((x) => x.text[1]), ["a", "c"]);
+    assert.strictEqual(r.results[0].text.length, 302);
+    assert.strictEqual(r.truncated, true);
+  });
+
+  it("everything else stays python3 -c: argv, __file__, tracebacks, sys.exit('msg'), exit codes " +
+    "(test/41 compares the whole table)", async function () {
+    const r = await runCode("import sys\nprint(sys.argv, repr(sys.path[0]), __name__)\n" +
+      "print('__file__' in globals())\ndef f():\n    raise KeyError('k')\nf()");
+    assert.strictEqual(r.stdout, "['-c'] '' __main__\nFalse\n");
+    assert.strictEqual(r.stderr, "Traceback (most recent call last):\n  File \"<string>\", line 6, " +
+      "in <module>\n  File \"<string>\", line 5, in f\nKeyError: 'k'\n");
+    assert.strictEqual(r.exitCode, 1);
+    const m = await runCode("import sys; sys.exit('msg')");
+    assert.deepStrictEqual([m.stderr, m.exitCode, m.results], ["msg\n", 1, []]);
+  });
+
+  it("results: false (per call or per session) runs 0.1.1's argv, python3 -c CODE", async function () {
+    await withSandbox({ prewarm: 0, results: false }, async (s) => {
+      const r = await s.runCode("1 + 1");
+      assert.deepStrictEqual(r.results, []);
+      assert.deepStrictEqual(h.boxCommand(h.recordedArgv()), ["python3", "-c", "1 + 1"]);
+      s.results = true;
+      assert.strictEqual((await s.runCode("1 + 1")).results[0].text, "2");
+      const off = await s.runCode("2 + 2", { results: false });
+      assert.deepStrictEqual(off.results, []);
+      assert.deepStrictEqual(h.boxCommand(h.recordedArgv()), ["python3", "-c", "2 + 2"]);
+      await assert.rejects(s.runCode("1", { results: "no" }), /options\.results must be a boolean/);
+    });
+    assert.throws(() => new Sandbox({ results: 1 }), /options\.results must be/);
+  });
+
+  it("no helper file ever appears in the workspace or in files, for any size of code, with " +
+    "concurrent calls", async function () {
+    await withSandbox(async (s) => {
+      const big = `${"x = 1\n".repeat(30000)}print(len(open('/proc/self/cmdline', 'rb').read()) > 0)\nx + 41`;
+      assert.ok(Buffer.byteLength(big) > 128 * 1024);
+      const rs = await Promise.all([big, "1 + 1", big, "import os\nsorted(os.listdir('.'))"]
+        .map((c) => s.runCode(c)));
+      assert.deepStrictEqual(rs.map((r) => r.results.at(-1).text), ["42", "2", "42", "[]"]);
+      assert.ok(rs.every((r) => r.files.length === 0 && r.exitCode === 0), JSON.stringify(rs.map((r) => r.stderr)));
+      assert.deepStrictEqual(await s.listFiles(), []);
+    });
+  });
+
+  it("a prewarmed Python box gives the same results", async function () {
+    await withSandbox({ prewarm: 1 }, async (s) => {
+      await h.sleep(300);
+      const r = await s.runCode("display('shown')\n6 * 7");
+      assert.deepStrictEqual(r.results.map((x) => x.text), ["'shown'", "42"]);
+    });
+  });
+});
