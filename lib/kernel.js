@@ -68,6 +68,9 @@ class Kernel {
   #nextId = 1;
   #depth = 0; // fork mode: checkpoints held after the cells settled so far
   #tail = Promise.resolve(); // every message submitted so far, settled
+  #inFlight = 0; // messages submitted and not settled: with none, this thread sends the next
+  #up = false; // started: no start to wait for
+  #barrier = null; // a rollback() or restart() under way: later cells wait for it
 
   /** Made by Sandbox.kernel(); not constructed directly. */
   constructor(host, { isolation, checkpoints }) {
@@ -96,24 +99,26 @@ class Kernel {
   }
 
   async #boot(signal) {
+    this.#up = false;
     // A prewarmed box first; one that died while it waited is no start.
     for (const claim of [true, false]) {
       this.#key = newCancelKey();
-      const { box, claimed } = this.#host.startBox(this.#key, claim);
+      const { box, claimed, refill } = this.#host.startBox(this.#key, claim);
       this.#box = box.catch(() => null);
       this.#depth = 0;
       const dispose = onAbort(signal, () => binding.cancelGroup(this.#key));
       let raw;
       try {
         const o = this.#host.options({});
-        raw = await binding.kernelCell(this.#key, 0, "kernel", MODES[this.isolation],
-          this.checkpoints, null, Math.max(o.timeoutS, 30) * 1000, o.maxOutputBytes,
-          null, null, 0);
+        raw = await this.#engine(0, "kernel", MODES[this.isolation], this.checkpoints, null,
+          Math.max(o.timeoutS, 30) * 1000, o.maxOutputBytes, null, null, 0);
       } finally {
         dispose();
       }
+      if (claimed) setImmediate(refill);
       if (raw.how === "ready") {
         this.#dead = null;
+        this.#up = true;
         return;
       }
       await this.#stopBox();
@@ -131,6 +136,17 @@ class Kernel {
     this.#key = 0;
   }
 
+  /** One message to the engine (binding.kernelCell). With none of this
+   * kernel's under way, the engine may send it from this thread. */
+  #engine(id, type, a, b, body, timeoutMs, cap, onStdout, onStderr, cancelKey) {
+    const direct = this.#inFlight === 0;
+    this.#inFlight++;
+    const p = binding.kernelCell(this.#key, id, type, a, b, body, timeoutMs, cap, onStdout,
+      onStderr, cancelKey, direct);
+    p.then(() => this.#inFlight--, () => this.#inFlight--);
+    return p;
+  }
+
   /** Why a dead cell's kernel died, with the end of what its box printed. */
   async #deathWords(raw) {
     let why = raw.how === "none" ? "its box is gone" : (raw.why ?? "its box ended");
@@ -146,9 +162,11 @@ class Kernel {
     return why;
   }
 
-  #usable() {
+  /** Throws a SandboxError unless the kernel can take a message now;
+   * checkSandbox: its Sandbox's being open too (the caller has not). */
+  #usable(checkSandbox = true) {
     if (this.#closed) throw new SandboxError("the kernel is closed: open a new one with sbx.kernel()");
-    this.#host.options({}); // throws if the Sandbox is closed
+    if (checkSandbox) this.#host.options({}); // throws if the Sandbox is closed
     if (this.#dead !== null)
       throw new SandboxError(`the kernel died: ${this.#dead}; kernel.restart() gives a fresh ` +
         "interpreter (its state is lost)");
@@ -167,12 +185,16 @@ class Kernel {
       throw new SandboxError(`code must be a string, got ${describe(code)}`);
     const { signal } = call;
     if (signal !== null && signal.aborted) throw abortError(signal);
-    if (this.#starting !== null) await this.#starting.catch(() => {});
-    this.#usable();
+    // A rollback or restart called before this cell goes first.
+    while (this.#barrier !== null) await this.#barrier;
+    if (!this.#up) await this.#starting?.catch(() => {});
+    // The options as the Sandbox's fields say now (this throws once it is
+    // closed), then whether the kernel can take a cell.
     const o = this.#host.options(call);
+    this.#usable(false);
     const cancelKey = signal !== null ? newCancelKey() : 0;
     const dispose = onAbort(signal, () => binding.cancelGroup(cancelKey));
-    const engine = binding.kernelCell(this.#key, this.#nextId++, "cell",
+    const engine = this.#engine(this.#nextId++, "cell",
       Math.min(o.maxOutputBytes, 2 ** 32 - 1), o.results ? 1 : 0, Buffer.from(code, "utf8"),
       o.timeoutS * 1000, o.maxOutputBytes, o.onStdout, o.onStderr, cancelKey);
     this.#tail = this.#tail.then(() => engine).catch(() => {});
@@ -248,25 +270,36 @@ class Kernel {
     if (this.#starting !== null) await this.#starting.catch(() => {});
     this.#usable();
     // Judged at its turn: the cells before it decide how many states exist.
-    const turn = this.#tail;
-    let release;
-    this.#tail = new Promise((r) => (release = r));
-    try {
-      await turn;
+    return this.#exclusive(async () => {
       this.#usable();
       if (n > this.#depth)
         throw new SandboxError(`rollback(${n}): only ${this.#depth} checkpoint(s) are held ` +
           `(the kernel keeps at most ${this.checkpoints}; a cell that crashed or timed out made none)`);
       const o = this.#host.options({});
-      const raw = await binding.kernelCell(this.#key, this.#nextId++, "rollback", n, 0, null,
+      const raw = await this.#engine(this.#nextId++, "rollback", n, 0, null,
         ROLLBACK_TIMEOUT_MS, o.maxOutputBytes, null, null, 0);
       if (raw.how !== "ended") {
         this.#dead = this.#dead ?? await this.#deathWords(raw);
         throw new SandboxError(`the kernel died: ${this.#dead}`);
       }
       this.#depth = raw.depth;
+    });
+  }
+
+  /** Runs fn once every message submitted before has settled; the cells
+   * called meanwhile wait for it. */
+  async #exclusive(fn) {
+    const turn = this.#tail;
+    let release;
+    const mine = new Promise((r) => (release = r));
+    this.#tail = mine;
+    this.#barrier = mine;
+    try {
+      await turn;
+      return await fn();
     } finally {
       release();
+      if (this.#barrier === mine) this.#barrier = null;
     }
   }
 
@@ -274,17 +307,12 @@ class Kernel {
   async restart() {
     if (this.#closed) throw new SandboxError("the kernel is closed: open a new one with sbx.kernel()");
     this.#host.options({});
-    const turn = this.#tail;
-    let release;
-    this.#tail = new Promise((r) => (release = r));
-    try {
-      await this.#stopBox();
-      await turn;
+    // The box goes at once: the cells under way end with it.
+    await this.#stopBox();
+    await this.#exclusive(async () => {
       this.#dead = null;
       await this.start();
-    } finally {
-      release();
-    }
+    });
   }
 
   /** Ends the kernel and its box. Idempotent. */

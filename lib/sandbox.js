@@ -615,8 +615,9 @@ class Sandbox {
       [this.#kern, "stop", name], KERNEL_BACKSTOP_S * 1000, o.maxOutputBytes, null, null, null,
       st.group, st.kernFd, key, terms);
     st.trackParked(box);
-    if (ready !== null) setImmediate(() => this.#refillPool(st, "python"));
-    return { box, claimed: ready !== null };
+    // The pool refills once the kernel is up: a box started meanwhile would
+    // take the CPU the kernel's start needs.
+    return { box, claimed: ready !== null, refill: () => this.#refillPool(st, "python") };
   }
 
   /** For the project's tests and bench (lib/internal.js). */

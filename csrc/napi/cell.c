@@ -4,10 +4,12 @@
  * that key and run in the order they are submitted.
  *
  * kernelCell(kernelKey, id, type, a, b, body, timeoutMs, cap, onStdout,
- *            onStderr, cancelKey) -> Promise<RawCellResult>
+ *            onStderr, cancelKey, direct) -> Promise<RawCellResult>
  *   type: "kernel" (a: mode 1 shared / 2 fork, b: checkpoints, body: the
  *   driver's source), "cell" (a: resultMax, b: 1 for rich results, body:
- *   the code) or "rollback" (a: n). body: a Buffer or null. */
+ *   the code) or "rollback" (a: n). body: a Buffer or null. direct: the
+ *   caller has no other cell of this kernel under way, so this thread may
+ *   send it itself (ks_sup_send_cell), sparing the supervisor's wakeup. */
 #define _GNU_SOURCE
 #include <stdio.h>
 #include <stdlib.h>
@@ -75,6 +77,7 @@ static napi_value ks__cell_object(napi_env env, struct ks_napi_call *call, struc
       !ks_napi_set(env, obj, "results", results) ||
       !ks_napi_set(env, obj, "resultsDropped", ks_napi_bool(env, res->results.dropped)) ||
       !KS__SET_NUM("durationMs", (double) res->duration_ns / 1e6) ||
+      !KS__SET_NUM("sentAtMs", (double) ks_cell_sent_ns(cell) / 1e6) ||
       !KS__SET_NUM("userCpuMs", (double) (ended ? e->utime_us : d->utime_us) / 1e3) ||
       !KS__SET_NUM("systemCpuMs", (double) (ended ? e->stime_us : d->stime_us) / 1e3) ||
       !KS__SET_NUM("maxRssKb", ended ? e->maxrss_kb : d->maxrss_kb))
@@ -147,8 +150,10 @@ static bool ks__cell_request(napi_env env, napi_value *argv, struct ks_cell_requ
 }
 
 static napi_value ks__kernel_cell(napi_env env, napi_callback_info info) {
-  size_t argc = 11;
-  napi_value argv[11];
+  size_t argc = 12;
+  napi_value argv[12];
+  bool direct = false;
+  int sent = 0;
   struct ks_addon *addon;
   struct ks_cell_request req;
   struct ks_napi_call *call = NULL;
@@ -158,8 +163,8 @@ static napi_value ks__kernel_cell(napi_env env, napi_callback_info info) {
 
   KS_NAPI_CALL(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
   KS_NAPI_CALL(env, napi_get_instance_data(env, (void **) &addon));
-  if (argc != 11) {
-    napi_throw_type_error(env, "ERR_INVALID_ARG_TYPE", "kernelCell() takes 11 arguments");
+  if (argc != 12 || napi_get_value_bool(env, argv[11], &direct) != napi_ok) {
+    napi_throw_type_error(env, "ERR_INVALID_ARG_TYPE", "kernelCell() takes 12 arguments");
     return NULL;
   }
   if (!ks__cell_request(env, argv, &req))
@@ -181,7 +186,9 @@ static napi_value ks__kernel_cell(napi_env env, napi_callback_info info) {
     ks_napi_throw_last(env);
     goto fail;
   }
-  if (ks_sup_submit_cell(addon->sup, cell) < 0) {
+  if (direct)
+    sent = ks_sup_send_cell(addon->sup, cell);
+  if (sent < 0 || (sent == 0 && ks_sup_submit_cell(addon->sup, cell) < 0)) {
     ks_err_set(&err, ECANCELED, "spawn", NULL);
     ks_napi_reject_system(env, call->deferred, &err);
     ks_cell_free(cell);

@@ -29,7 +29,6 @@ import sys
 import _signal
 import _socket
 import _struct
-import linecache
 import resource
 
 # interp.h
@@ -100,7 +99,7 @@ def socket_channel(Channel, fd):
 class Kernel:
     def __init__(self, kit):
         self.channel = socket_channel(kit["Channel"], kit["fd"])
-        self.results = kit["Results"](self.channel)
+        self.results = kit["Results"](self.channel, hold=True)
         self.main = kit["main"]
         self.mode = kit["mode"]
         self.checkpoints = kit["checkpoints"]
@@ -198,12 +197,14 @@ class Kernel:
         if rich and end != INTERRUPTED:
             self.results.figures()
         self.results.stop()
+        # Its descriptors closed before its DONE: the host finds its pipes at
+        # their end then, unless something the cell started holds them.
         self.restore()
         return end, value, usage_since(before)
 
     def execute(self, name, src, rich):
         # The cell's source, for its tracebacks' lines (and inspect).
-        linecache.cache[name] = (len(src), None, src.splitlines(True), name)
+        remember(name, src)
         try:
             code = self.compile(src, name) if rich else compile(src, name, "exec", dont_inherit=True)
             self.run_user(code, rich)
@@ -256,6 +257,7 @@ class Kernel:
         if hasattr(sys, "last_exc"):
             sys.last_exc = e
         try:
+            sources()  # the cells' lines, for the traceback to show
             hook = sys.excepthook
             if hook is sys.__excepthook__:
                 # Before 3.13 the built-in hook reads source lines from
@@ -281,6 +283,7 @@ class Kernel:
         os.dup2(self.stderr, 2)
 
     def done(self, id_, end, value, depth, usage):
+        self.results.flush()  # the results held back, right before DONE
         flags = RESULTS_DROPPED if self.results.dropped else 0
         self.send(DONE, id_, DONE_BODY.pack(end, value, depth, flags, *usage))
 
@@ -461,6 +464,33 @@ class Kernel:
         for pid in self.ancestors[len(self.ancestors) - (n - 1):] + [current]:
             kill(pid)
         os._exit(0)
+
+
+# The cells' sources by name, for linecache (tracebacks' source lines,
+# inspect): linecache (with tokenize and re, ~7 ms of imports) is loaded only
+# once something needs it, a traceback to print or a cell's own import; until
+# then the sources wait here.
+PENDING = {}
+
+
+def remember(name, src):
+    entry = (len(src), None, src.splitlines(True), name)
+    linecache = sys.modules.get("linecache")
+    if linecache is None:
+        PENDING[name] = entry
+        return
+    if PENDING:
+        sources()
+    linecache.cache[name] = entry
+
+
+def sources():
+    """linecache, loaded, with every cell's source in it."""
+    import linecache
+
+    linecache.cache.update(PENDING)
+    PENDING.clear()
+    return linecache
 
 
 def flush():

@@ -96,6 +96,8 @@ struct ks_cell *ks_cell_new(struct ks_cell_request *req, void *user) {
 
 void *ks_cell_user(const struct ks_cell *cell) { return cell->user; }
 
+uint64_t ks_cell_sent_ns(const struct ks_cell *cell) { return cell->sent ? cell->start_ns : 0; }
+
 struct ks_cell_result *ks_cell_result(struct ks_cell *cell) { return &cell->res; }
 
 void ks_cell_request_free(struct ks_cell_request *req) {
@@ -250,12 +252,135 @@ static void ks__cell_fail(struct ks_sup *sup, struct ks_cell *cell, const char *
 /* The kernel is over: the host ends it (protocol broken, an interrupt
  * ignored past its grace) by killing its box; its cells end as the box's
  * end is handled. */
+static void ks__sendable_remove(struct ks_sup *sup, uint64_t key);
+
 static void ks__kernel_kill(struct ks_sup *sup, struct ks_box *box, const char *why,
                             uint64_t now) {
+  ks__sendable_remove(sup, box->req.kernel_key);
   if (box->kernel != NULL && box->kernel->dead_why == NULL)
     box->kernel->dead_why = why;
   if (!box->exited && !box->killed)
     ks__kill_box(sup, box, now, false);
+}
+
+/* ---- kernels the submitting thread may send to --------------------------- */
+
+/* Under kernels_lock: the entry of key, or NULL. */
+static struct ks__sendable **ks__sendable_find(struct ks_sup *sup, uint64_t key) {
+  struct ks__sendable **pp = &sup->sendable;
+  while (*pp != NULL && (*pp)->key != key)
+    pp = &(*pp)->next;
+  return pp;
+}
+
+/* The kernel is READY: cells may go from the submitting thread, on a copy
+ * of its socket (ours stays the supervisor's, closed with the box). */
+static void ks__sendable_add(struct ks_sup *sup, struct ks_box *box) {
+  struct ks__sendable *e = calloc(1, sizeof *e);
+  if (e == NULL)
+    return; /* cells go through the supervisor, as before READY */
+  e->key = box->req.kernel_key;
+  e->fd = fcntl(box->ip, F_DUPFD_CLOEXEC, 3);
+  if (e->fd < 0) {
+    free(e);
+    return;
+  }
+  pthread_mutex_lock(&sup->kernels_lock);
+  e->next = sup->sendable;
+  sup->sendable = e;
+  pthread_mutex_unlock(&sup->kernels_lock);
+}
+
+static void ks__sendable_remove(struct ks_sup *sup, uint64_t key) {
+  struct ks__sendable *e = NULL;
+  struct ks__sendable **pp;
+  pthread_mutex_lock(&sup->kernels_lock);
+  pp = ks__sendable_find(sup, key);
+  if (*pp != NULL) {
+    e = *pp;
+    *pp = e->next;
+  }
+  pthread_mutex_unlock(&sup->kernels_lock);
+  if (e != NULL) {
+    ks_close_keep_errno(e->fd);
+    free(e);
+  }
+}
+
+/* On the submitting thread; see supervisor.h. The lock is held from the
+ * queueing to the end of the send: the supervisor takes such a cell only
+ * once it can take the lock, so it never sees one half sent. */
+int ks_sup_send_cell(struct ks_sup *sup, struct ks_cell *cell) {
+  struct ks__sendable *e;
+  struct ks_err err;
+  int out[2] = {-1, -1};
+  int errp[2] = {-1, -1};
+  union {
+    struct cmsghdr align;
+    char buf[CMSG_SPACE(2 * sizeof(int))];
+  } control;
+  struct iovec iov = {.iov_base = cell->req.msg, .iov_len = cell->req.msg_len};
+  struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = control.buf,
+                       .msg_controllen = sizeof control.buf};
+  struct cmsghdr *c;
+  int fds[2];
+  ssize_t n;
+  int r;
+
+  if (cell->req.type != KS_IP_CELL || cell->req.msg_len == 0 ||
+      ks_ip_record_size(cell->req.msg) != cell->req.msg_len)
+    return 0; /* more than one record: the supervisor sends it, awaiting room */
+  pthread_mutex_lock(&sup->kernels_lock);
+  e = *ks__sendable_find(sup, cell->req.kernel);
+  if (e == NULL || ks__pipe_nonblocking_read(out, &err) < 0 ||
+      ks__pipe_nonblocking_read(errp, &err) < 0) {
+    pthread_mutex_unlock(&sup->kernels_lock);
+    for (int i = 0; i < 2; i++) {
+      ks_close_keep_errno(out[i]);
+      ks_close_keep_errno(errp[i]);
+    }
+    return 0;
+  }
+  cell->fd[KS_STDOUT] = out[0];
+  cell->fd[KS_STDERR] = errp[0];
+  cell->present = true;
+  cell->start_ns = ks__now_ns();
+  r = ks_sup_submit_cell(sup, cell);
+  if (r < 0) {
+    cell->fd[0] = cell->fd[1] = -1;
+    cell->present = false;
+    pthread_mutex_unlock(&sup->kernels_lock);
+    for (int i = 0; i < 2; i++) {
+      ks_close_keep_errno(out[i]);
+      ks_close_keep_errno(errp[i]);
+    }
+    return r;
+  }
+  /* From here the cell is the supervisor's; it touches it once we unlock. */
+  memset(&control, 0, sizeof control);
+  c = CMSG_FIRSTHDR(&msg);
+  c->cmsg_level = SOL_SOCKET;
+  c->cmsg_type = SCM_RIGHTS;
+  c->cmsg_len = CMSG_LEN(sizeof fds);
+  fds[0] = out[1];
+  fds[1] = errp[1];
+  memcpy(CMSG_DATA(c), fds, sizeof fds);
+  do
+    n = sendmsg(e->fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+  while (n < 0 && errno == EINTR);
+  if (n < 0 && errno == EAGAIN) {
+    /* No room (never while the kernel waits for a cell): the supervisor
+     * sends it, with pipes of its own making. */
+    ks_close_keep_errno(cell->fd[0]);
+    ks_close_keep_errno(cell->fd[1]);
+    cell->fd[0] = cell->fd[1] = -1;
+    cell->present = false;
+  }
+  /* Other failures: the kernel is gone, which its socket's end tells. */
+  ks_close_keep_errno(out[1]);
+  ks_close_keep_errno(errp[1]);
+  pthread_mutex_unlock(&sup->kernels_lock);
+  return 1;
 }
 
 /* ---- the socket ---------------------------------------------------------- */
@@ -445,6 +570,7 @@ static void ks__kernel_message(struct ks_sup *sup, struct ks_box *box, const str
       memcpy(&cell->res.ready, m->body, sizeof cell->res.ready);
       k->ready = true;
       k->mode = cell->res.ready.mode;
+      ks__sendable_add(sup, box);
       if (k->mode == KS_IP_SHARED)
         ks__ip_fds(fds, nfds, &k->pidfd);
       ks__cell_finish(sup, box, cell, KS_CELL_READY, now);
@@ -636,6 +762,59 @@ static void ks__kernel_pump(struct ks_sup *sup, struct ks_box *box, uint64_t now
   cell->req.msg = NULL;
 }
 
+/* A live, ready kernel box of this key, or NULL. */
+static struct ks_box *ks__kernel_box(struct ks_sup *sup, uint64_t key) {
+  for (struct ks_box *box = sup->live; box != NULL; box = box->next) {
+    if (box->req.kernel_key == key && box->kernel != NULL && !box->exited && !box->killed)
+      return box;
+  }
+  return NULL;
+}
+
+struct ks_cell *ks__cells_take_present(struct ks_sup *sup, struct ks_cell *cells, uint64_t now) {
+  struct ks_cell *rest = NULL;
+  struct ks_cell **tail = &rest;
+  bool synced = false;
+
+  (void) now;
+  while (cells != NULL) {
+    struct ks_cell *cell = cells;
+    struct ks_box *box;
+    cells = cell->next;
+    cell->next = NULL;
+    if (!synced) {
+      /* The sender holds the lock until its send is done. */
+      pthread_mutex_lock(&sup->kernels_lock);
+      pthread_mutex_unlock(&sup->kernels_lock);
+      synced = true;
+    }
+    if (!cell->present) {
+      *tail = cell;
+      tail = &cell->next;
+      continue;
+    }
+    box = ks__kernel_box(sup, cell->req.kernel);
+    if (box == NULL || box->kernel->current != NULL || box->ip < 0) {
+      /* Gone meanwhile (or, never when the caller kept its word, a cell
+       * under way): it ends as a cell of a dead kernel does. */
+      ks__cell_fail(sup, cell, box == NULL ? "the kernel is gone"
+                                           : "a cell was sent while another ran");
+      continue;
+    }
+    cell->box = box;
+    cell->sent = true;
+    cell->deadline_ns = cell->start_ns + cell->req.timeout_ns;
+    box->kernel->current = cell;
+    box->ipr.max = cell->req.cap;
+    for (int s = 0; s < 2; s++) {
+      cell->watch[s].kind = s == KS_STDOUT ? KS__W_CELL_OUT : KS__W_CELL_ERR;
+      cell->watch[s].owner = cell;
+      (void) ks__watch_add(sup, cell->fd[s], &cell->watch[s]);
+    }
+  }
+  return rest;
+}
+
 void ks__cells_take(struct ks_sup *sup, struct ks_cell *cells, uint64_t now) {
   while (cells != NULL) {
     struct ks_cell *cell = cells;
@@ -750,6 +929,7 @@ void ks__ip_box_end(struct ks_sup *sup, struct ks_box *box, const char *why) {
   ks__ip_out_clear(&box->ip_out);
   if (k == NULL)
     return;
+  ks__sendable_remove(sup, box->req.kernel_key);
   if (k->dead_why != NULL)
     why = k->dead_why;
   if (k->current != NULL) {

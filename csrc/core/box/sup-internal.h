@@ -172,6 +172,10 @@ struct ks_sup {
   struct ks_cell *cells_head;  /* cells submitted, guarded by lock */
   struct ks_cell *cells_tail;  /* guarded by lock */
   struct ks_cell *cells_done;  /* finished cells, handed to JS after the batch */
+  /* Ready kernels whose cells the submitting thread may send itself
+   * (ks_sup_send_cell), guarded by kernels_lock. */
+  pthread_mutex_t kernels_lock;
+  struct ks__sendable *sendable;
   bool stopping;               /* guarded by lock */
   uint64_t *cancelled;         /* cancelled groups, guarded by lock */
   size_t ncancelled;           /* guarded by lock */
@@ -193,6 +197,14 @@ struct ks_sup {
   char scratch[KS__SCRATCH_SIZE];
 };
 
+/* A ready kernel, as the submitting thread sees it: a copy of its socket to
+ * send a cell on, once the host knows no cell of it is under way. */
+struct ks__sendable {
+  uint64_t key;
+  int fd;
+  struct ks__sendable *next;
+};
+
 /* A kernel's cell, from submission to on_cell_done (interpreter.c). */
 struct ks_cell {
   struct ks_cell_request req;
@@ -207,6 +219,7 @@ struct ks_cell {
   uint64_t grace_ns;         /* after that: the kernel goes (0: not yet) */
   int pidfd;                 /* fork mode: the process running it (FORKED), or -1 */
   bool sent;                 /* its message went out */
+  bool present;              /* the submitting thread sent it (ks_sup_send_cell) */
   bool stopping;             /* interrupted or killed at its deadline or abort */
 };
 
@@ -261,6 +274,9 @@ void ks__cell_on_output(struct ks_sup *sup, struct ks__watch *w);
 void ks__stray_drain(struct ks_sup *sup, struct ks__watch *w);
 /* The cells submitted since the last turn: to their kernels' queues. */
 void ks__cells_take(struct ks_sup *sup, struct ks_cell *cells, uint64_t now);
+/* Of those, the ones the submitting thread sent itself, now; returns the
+ * rest, in order. */
+struct ks_cell *ks__cells_take_present(struct ks_sup *sup, struct ks_cell *cells, uint64_t now);
 /* Deadlines, aborts and graces of every kernel's cells. */
 void ks__cells_sweep(struct ks_sup *sup, uint64_t now);
 uint64_t ks__cells_next_deadline(struct ks_sup *sup);

@@ -1230,14 +1230,21 @@ static void *ks__sup_main(void *arg) {
     int n = epoll_wait(sup->epfd, events, KS__MAX_EVENTS, ks__next_timeout_ms(sup, now));
 
     now = ks__now_ns();
+    pthread_mutex_lock(&sup->lock);
+    cells = sup->cells_head;
+    sup->cells_head = sup->cells_tail = NULL;
+    pthread_mutex_unlock(&sup->lock);
+    /* A cell the submitting thread sent itself was queued before it was
+     * sent: one whose answer is in this batch is taken before the answer
+     * is read. (It names a kernel that is up already; every other cell
+     * waits for the boxes submitted with it, spawned after the batch.) */
+    cells = ks__cells_take_present(sup, cells, now);
     for (int i = 0; i < n; i++)
       ks__dispatch(sup, events[i].data.ptr, events[i].events, now);
 
     pthread_mutex_lock(&sup->lock);
     pending = sup->pending_head;
     sup->pending_head = sup->pending_tail = NULL;
-    cells = sup->cells_head;
-    sup->cells_head = sup->cells_tail = NULL;
     stopping = sup->stopping;
     pthread_mutex_unlock(&sup->lock);
 
@@ -1286,6 +1293,7 @@ int ks_sup_start(const struct ks_sup_hooks *hooks, void *ctx, struct ks_sup **re
   sup->wake_watch.kind = KS__W_WAKE;
   sup->wake_watch.owner = NULL;
   pthread_mutex_init(&sup->lock, NULL);
+  pthread_mutex_init(&sup->kernels_lock, NULL);
   pthread_mutex_init(&sup->scanner.lock, NULL);
   pthread_cond_init(&sup->scanner.cond, NULL);
 
@@ -1338,6 +1346,7 @@ fail:
   ks_close_keep_errno(sup->wakefd);
   ks_close_keep_errno(sup->devnull);
   pthread_mutex_destroy(&sup->lock);
+  pthread_mutex_destroy(&sup->kernels_lock);
   pthread_mutex_destroy(&sup->scanner.lock);
   pthread_cond_destroy(&sup->scanner.cond);
   free(sup);
@@ -1440,10 +1449,17 @@ void ks_sup_shutdown(struct ks_sup *sup) {
   ks_close_keep_errno(sup->wakefd);
   ks_close_keep_errno(sup->devnull);
   pthread_mutex_destroy(&sup->lock);
+  pthread_mutex_destroy(&sup->kernels_lock);
   pthread_mutex_destroy(&sc->lock);
   pthread_cond_destroy(&sc->cond);
   free(sup->cancelled);
   free(sup->drops);
+  while (sup->sendable != NULL) {
+    struct ks__sendable *e = sup->sendable;
+    sup->sendable = e->next;
+    ks_close_keep_errno(e->fd);
+    free(e);
+  }
   free(sup);
 }
 
