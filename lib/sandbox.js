@@ -42,6 +42,7 @@ const CALL_FIELDS = ["image", "memoryMb", "cpus", "pids", "timeoutS", "network",
   "maxOutputBytes", "onStdout", "onStderr", "enforceLimits", "depsReadonly",
   "capDrop", "securityProfile", "apparmor", "requireLimits", "prewarm", "results"];
 const OPEN_FIELDS = ["workspace", "setup", "trackFiles"];
+const OPEN_TIME_FIELDS = [...OPEN_FIELDS, "enforceLimits"]; // what open() reads
 
 /** A new temporary workspace under TMPDIR, by its real path. */
 async function makeTempWorkspace() {
@@ -73,6 +74,7 @@ class Sandbox {
   #capWarnings; // false only for doctor()'s probe (lib/warnings.js)
   #engine; // "init" (the in-box init, lib/init.js) or "direct" (0.1.1's argv, for tests)
   #idleMs; // the pool's idle limit
+  #seen = new Map(); // field list -> { snap: the fields' values, o: them normalized }
 
   constructor(opts = {}) {
     const o = normalizeOptions(opts);
@@ -113,8 +115,19 @@ class Sandbox {
     this.#kern = findKern();
   }
 
-  /** The options as the public fields now say, for the fields in `names`. */
+  /** The options as the public fields now say, for the fields in `names`:
+   * normalized again only when a field changed since the last time (a
+   * shallow look at arrays and objects too, which 0.1.1 programs may change
+   * in place): the calls of a session mostly see the same fields. */
   #current(names) {
+    const c = this.#seen.get(names);
+    if (c !== undefined && names.every((k) => sameAsSnapshot(this[k], c.snap[k]))) return { ...c.o };
+    const o = this.#normalizeFields(names);
+    this.#seen.set(names, { snap: Object.fromEntries(names.map((k) => [k, snapshotOf(this[k])])), o });
+    return { ...o };
+  }
+
+  #normalizeFields(names) {
     let now;
     try {
       now = normalizeOptions(Object.fromEntries(names.map((k) => [k, this[k]])));
@@ -154,7 +167,7 @@ class Sandbox {
 
   async #open(signal) {
     const closes = this.#closes;
-    const o = this.#current([...OPEN_FIELDS, "enforceLimits"]);
+    const o = this.#current(OPEN_TIME_FIELDS);
     const ws = o.workspace === null ? await makeTempWorkspace()
       // As in 0.1.1, the directory must already exist and be given by an
       // absolute path: it is checked before anything is made, so a refused
@@ -374,8 +387,9 @@ class Sandbox {
         : viaInterp ? init.interpCommand(o.apparmor) : init.coldCommand(command, o.apparmor);
       const { argv, timeoutS, flagsKey } = boxArgv(o, {
         kern: this.#kern, name, workspace: st.ws, isSetup,
-        depsDirExists: await this.#depsDirExists(st, o), envFd: binding.ENV_FD,
-        command: coldCommand, initDir: st.initDir,
+        // (No await unless depsReadonly: a call's path has no turn to spare.)
+        depsDirExists: o.depsReadonly ? await this.#depsDirExists(st, o) : false,
+        envFd: binding.ENV_FD, command: coldCommand, initDir: st.initDir,
       });
       // The in-box init's terms: settle at its report when kern's cap byte
       // is known, and run in a prewarmed box started with these very options.
@@ -640,6 +654,27 @@ class Sandbox {
     snapshots.requireOptIn();
     snapshots.restore(st.rootfd, src);
   }
+}
+
+/** A public field's value as it is now: arrays and plain objects copied
+ * (one level: their items are strings, or functions). */
+function snapshotOf(v) {
+  if (Array.isArray(v)) return [...v];
+  if (v !== null && typeof v === "object" && !(v instanceof AbortSignal)) return { ...v };
+  return v;
+}
+
+/** Whether v still is what snapshotOf(v) once gave. */
+function sameAsSnapshot(v, snap) {
+  if (Array.isArray(v)) {
+    return Array.isArray(snap) && v.length === snap.length && v.every((x, i) => x === snap[i]);
+  }
+  if (v !== null && typeof v === "object" && !(v instanceof AbortSignal)) {
+    if (snap === null || typeof snap !== "object" || Array.isArray(snap)) return false;
+    const keys = Object.keys(v);
+    return keys.length === Object.keys(snap).length && keys.every((k) => v[k] === snap[k]);
+  }
+  return v === snap;
 }
 
 // kern's cap byte by kern and enforceLimits: whether a memory cap binds is a

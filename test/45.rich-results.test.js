@@ -42,6 +42,36 @@ describe("code interpreter: rich results of one-shot calls (issue 14)", function
     assert.deepStrictEqual(doc.results, []);
   });
 
+  it("the trailing expression is found as Jupyter finds it, whatever shape the code has; a " +
+    "compile-time warning is printed once", async function () {
+    const cases = [
+      ["x = [1,\n2]\nx", "[1, 2]"],
+      ["print('a',\n  'b')\nlen(\n'abc'\n)", "3"],
+      ["s = \"\"\"\nx\n\"\"\"\nlen(s)", "3"],
+      ["a = 1; a + 1", "2"],
+      ["x = 41\nx + 1  # the answer", "42"],
+      ["if True:\n    5", null],
+      ["for i in range(2):\n    i", null],
+      ["y = 3", null],
+      ["x = 1 + \\\n2", null],
+      ["import os", null],
+      ["def f():\n    return 1\nf()", "1"],
+      ["@staticmethod\ndef g(): pass\ng", "<staticmethod(<function g at"],
+    ];
+    await withSandbox(async (s) => {
+      for (const [code, want] of cases) {
+        const r = await s.runCode(code);
+        assert.strictEqual(r.exitCode, 0, `${code}: ${r.stderr}`);
+        if (want === null) assert.deepStrictEqual(r.results, [], code);
+        else assert.ok(r.results.length === 1 && r.results[0].text.startsWith(want), `${code}: ${JSON.stringify(r.results)}`);
+      }
+      // SyntaxWarning at compile time: once, as python3 -c prints it.
+      const w = await s.runCode("x = 1\nx is 1");
+      assert.strictEqual((w.stderr.match(/SyntaxWarning/g) || []).length, 1, w.stderr);
+      assert.deepStrictEqual(w.results.map((x) => x.text), ["True"]);
+    });
+  });
+
   it("_repr_html_, _repr_markdown_, _repr_svg_, _repr_latex_, _repr_json_, _repr_png_ and " +
     "_repr_jpeg_ are used; a _repr_ that raises is skipped; text/plain is always there",
   async function () {

@@ -31,7 +31,7 @@ _KS_RESULTS = 1  # ks_ip_run.flags
 _KS_OK, _KS_EXCEPTION, _KS_EXIT, _KS_INTERRUPTED = 0, 1, 2, 3
 _KS_RESULTS_DROPPED = 1  # ks_ip_done.flags
 _KS_PYCF_ONLY_AST = 0x400  # _ast.PyCF_ONLY_AST, without importing _ast to name it
-_KS_VALUE = "__ks_value__"  # where a trailing expression leaves its value
+_KS_FUTURE = 0x1FE0000  # the CO_FUTURE_* flags a code object passes on
 # python-rich.py's text, set by the host (lib/init.js) when it makes this
 # file the -c argument: compiled only once a call has a result to render
 # (a constant costs the start-up nothing; the code would cost ~2 ms).
@@ -149,21 +149,77 @@ def _ks_parse(rec):
 
 
 def _ks_compile(src, filename):
-    """src compiled for exec, its trailing expression statement (if any)
-    storing its value in __main__'s _KS_VALUE instead of dropping it: the
-    value a notebook shows, which the caller pops at once. One parse and one
-    code generation, on one tree with the source's line numbers and columns:
-    the SyntaxErrors, the warnings and the tracebacks are the ones compiling
-    src itself gives, once each, in the same order. A module that is only a
+    """(code, tail): src compiled to run with exec, and its trailing
+    expression statement (if any) compiled alone, to eval after it for the
+    value a notebook shows (None without one). src is compiled whole first:
+    the SyntaxErrors and warnings are exactly those compiling src gives,
+    once. Then, when its last top-level line starts an expression, src is
+    split there (the parts' warnings are the whole's, already shown: off),
+    with the lines and columns it had; else the tree decides (the AST's
+    first use costs ~0.6 ms, once a process). A module that is only a
     docstring is left as it is (it sets __doc__)."""
+    whole = compile(src, filename, "exec", dont_inherit=True)
+    quiet = _ks_quiet()
+    try:
+        return _ks_split(src, filename, whole) or _ks_compile_ast(src, filename, whole)
+    finally:
+        _ks_loud(quiet)
+
+
+def _ks_split(src, filename, whole):
+    # The last line at column 0 that is code: where the last top-level
+    # statement starts, unless it continues an earlier one (then the head
+    # alone does not compile, and the tree decides).
+    lines = src.splitlines(True)
+    k = len(lines) - 1
+    while k >= 0 and (not lines[k].strip() or lines[k].lstrip().startswith("#") or
+                      lines[k][0] in " \t\f"):
+        k -= 1
+    if k < 0 or lines[k][0] in "\"'" or ";" in lines[k]:
+        return None  # a docstring, a string, or a line of several statements
+    head, tail = "".join(lines[:k]), "".join(lines[k:])
+    try:
+        value = compile("\n" * k + tail, filename, "eval", whole.co_flags & _KS_FUTURE,
+                        dont_inherit=True)
+    except SyntaxError:
+        try:
+            compile(tail, filename, "exec", dont_inherit=True)
+        except SyntaxError:
+            return None  # not a statement of its own: the tree knows
+        return whole, None  # a statement, not an expression: no value
+    try:
+        return compile(head, filename, "exec", dont_inherit=True), value
+    except SyntaxError:
+        return None
+
+
+def _ks_compile_ast(src, filename, whole):
     _ast = _ks_lazy("_ast")
     tree = compile(src, filename, "exec", _KS_PYCF_ONLY_AST, dont_inherit=True)
     body = tree.body
-    if body and type(body[-1]) is _ast.Expr and not _ks_docstring_only(body, _ast):
-        last = body[-1]
-        at = {k: getattr(last, k) for k in ("lineno", "col_offset", "end_lineno", "end_col_offset")}
-        body[-1] = _ast.Assign(targets=[_ast.Name(_KS_VALUE, _ast.Store(), **at)], value=last.value, **at)
-    return compile(tree, filename, "exec", dont_inherit=True)
+    if not body or type(body[-1]) is not _ast.Expr or _ks_docstring_only(body, _ast):
+        return whole, None
+    last = tree.body.pop()
+    value = _ast.Expression(last.value)
+    return (compile(tree, filename, "exec", dont_inherit=True),
+            compile(value, filename, "eval", whole.co_flags & _KS_FUTURE, dont_inherit=True))
+
+
+def _ks_quiet():
+    """Warnings off (what _ks_loud undoes): through _warnings' own filter
+    list, which the warnings module shares (importing it costs ~0.7 ms)."""
+    _warnings = _ks_lazy("_warnings")
+    _warnings.filters.insert(0, ("ignore", None, Warning, None, 0))
+    _warnings._filters_mutated()
+    return _warnings
+
+
+def _ks_loud(_warnings):
+    try:
+        _warnings.filters.remove(("ignore", None, Warning, None, 0))
+    except ValueError:
+        pass
+    _warnings._filters_mutated()
 
 
 def _ks_docstring_only(body, _ast):
@@ -223,14 +279,14 @@ def _ks_boot():
     oldest = (gc.get_count()[2], gc.get_stats()[2]["collections"])
     try:
         if results is None:
-            compiled = compile(src, "<string>", "exec", dont_inherit=True)
+            compiled, tail = compile(src, "<string>", "exec", dont_inherit=True), None
         else:
-            compiled = _ks_compile(src, "<string>")
+            compiled, tail = _ks_compile(src, "<string>")
         if lines:
             _ks_lines(src)
         exec(compiled, main)
-        if results is not None:
-            results.show(main.pop(_KS_VALUE, None))
+        if tail is not None:
+            results.show(eval(tail, main))
         end, code = _KS_OK, None
     except SystemExit as e:
         end, code = _KS_EXIT, e.code
@@ -443,7 +499,7 @@ def _ks_kernel(channel, main, body):
     exec(_ks_kernel_code(), driver)
     driver["kernel"]({
         "fd": channel.fd, "Channel": _KsChannel, "Results": _ks_results_class(), "main": main,
-        "mode": mode, "checkpoints": checkpoints, "compile": _ks_compile, "value": _KS_VALUE,
+        "mode": mode, "checkpoints": checkpoints, "compile": _ks_compile,
         "strip": _ks_strip, "high_fd": _ks_high_fd, "boot": _KS_OWN,
     })
     os._exit(0)

@@ -104,7 +104,6 @@ class Kernel:
         self.mode = kit["mode"]
         self.checkpoints = kit["checkpoints"]
         self.compile = kit["compile"]
-        self.value = kit["value"]
         self.strip = kit["strip"]
         self.high_fd = kit["high_fd"]
         self.ours = (globals(), kit["boot"])
@@ -206,8 +205,11 @@ class Kernel:
         # The cell's source, for its tracebacks' lines (and inspect).
         remember(name, src)
         try:
-            code = self.compile(src, name) if rich else compile(src, name, "exec", dont_inherit=True)
-            self.run_user(code, rich)
+            if rich:
+                code, tail = self.compile(src, name)
+            else:
+                code, tail = compile(src, name, "exec", dont_inherit=True), None
+            self.run_user(code, tail)
         except SystemExit as e:
             self.armed = False
             return EXIT, self.exit_status(e.code)
@@ -221,12 +223,12 @@ class Kernel:
             return EXCEPTION, 1
         return OK, 0
 
-    def run_user(self, code, rich):
+    def run_user(self, code, tail):
         try:
             self.armed = True
             exec(code, self.main)
-            if rich:
-                self.results.show(self.main.pop(self.value, None))
+            if tail is not None:
+                self.results.show(eval(tail, self.main))
         finally:
             self.armed = False
 
@@ -384,7 +386,10 @@ class Kernel:
         # rusage's), off the next cell's time. Nothing of the user's is
         # touched, and no builtin called (a cell may have replaced some).
         try:
-            exec(self.compile(WARM_UP, "<warm-up>"), {})
+            code, tail = self.compile(WARM_UP, "<warm-up>")
+            scope = {}
+            exec(code, scope)
+            eval(tail, scope)
             self.results.bundle(rusage())
         except Exception:
             pass

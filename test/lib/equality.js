@@ -63,6 +63,8 @@ const PROGRAMS = [
   py("a timeout", "while True: pass", { opts: { timeoutS: 1 } }),
   py("exits with output after a sleep", "import time; time.sleep(0.2); print('late')"),
   py("json", "import json; print(json.dumps({'a': [1, 2]}))"),
+  py("a compile-time warning, printed once", "x = 1\nx is 1\nprint(x is 1)"),
+  py("a trailing expression over lines", "print(len([1,\n  2]))\nlen(\n  'ab')"),
   py("large code", `${"x = 1\n".repeat(20000)}print(x)`),
   sh("sh: out, err, exit 5", ["sh", "-c", "echo out; echo err >&2; exit 5"]),
   sh("sh: exit 255", ["sh", "-c", "exit 255"]),
