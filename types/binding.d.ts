@@ -36,6 +36,72 @@ export interface RawRunResult {
   files: PackedChanges | null;
   /** -errno of a failed scan, or 0. */
   scanErrno: number;
+  /** The in-box init's report (csrc/init/protocol.h): 1 exited / 2 signaled, and its value; null without one. */
+  reportEnd: number | null;
+  reportValue: number | null;
+  /** Settled at the init's report; kern's teardown went on off the call's path. */
+  settledEarly: boolean;
+  /** Ran in a box started ahead (a claim that found it). */
+  prewarmed: boolean;
+  /** A prewarmed box that a call took over: nothing else in this result. */
+  claimed: boolean;
+  /** A claimed box's init or interpreter took the call (TAKEN): without it the call never ran there. */
+  taken: boolean;
+  /** A Python call's rich results (interpreter protocol RESULT bodies): JSON texts. */
+  results: string[];
+  /** A result did not fit maxOutputBytes and was dropped whole. */
+  resultsDropped: boolean;
+}
+
+/** The in-box init's terms of run() (null: the workload is the box's command). */
+export interface InitTerms {
+  /** >= 0: settle at the init's report with this as kern's cap byte; -1: wait for kern's exit. */
+  earlyCap: number;
+  /** A SPEC frame for a claimed --wait box, or null. */
+  spec: Buffer | null;
+  /** Nonzero: start and park this prewarm box under the key. */
+  parkKey: number;
+  /** Nonzero: run in the parked box of this key if it is still there. */
+  claimKey: number;
+  /** The RUN of an --interp box: the code, whether to collect rich results. */
+  run: { code: Buffer; results: boolean } | null;
+  /** Bytes of rich results kept. */
+  resultMax: number;
+  /** Nonzero: a kernel box, whose cells kernelCell() names by this key. */
+  kernelKey: number;
+}
+
+/** What one kernel message (its start, a cell, a rollback) came to. */
+export interface RawCellResult {
+  /** done: DONE; ended: the cell's process died (fork) or a rollback ended; ready: the kernel
+   * started; dead: the kernel is gone (why); none: no such kernel; skipped: aborted before it ran. */
+  how: "done" | "ended" | "ready" | "dead" | "none" | "skipped";
+  /** DONE: enum ks_ip_end (0 ok, 1 exception, 2 exit, 3 interrupted) and its value. */
+  end: number;
+  value: number;
+  /** Fork mode: checkpoints held after it. */
+  depth: number;
+  /** ENDED: the process's wait status. */
+  waitStatus: number;
+  /** READY: the mode and the interpreter's pid in the box. */
+  mode: number;
+  pid: number;
+  timedOut: boolean;
+  cancelled: boolean;
+  why: string | null;
+  stdout: string;
+  stderr: string;
+  stdoutDiscarded: number;
+  stderrDiscarded: number;
+  droppedChunks: number;
+  results: string[];
+  resultsDropped: boolean;
+  durationMs: number;
+  /** When the cell was sent (CLOCK_MONOTONIC, ms), 0 if never. */
+  sentAtMs: number;
+  userCpuMs: number;
+  systemCpuMs: number;
+  maxRssKb: number;
 }
 
 /** A Node-shaped system error: code, negative errno, syscall, path. */
@@ -72,7 +138,26 @@ export function run(
   /** cancelGroup(cancelKey) kills this box alone (a call's AbortSignal); 0 for none. Keys and
    * groups share one number space (lib/session.js). */
   cancelKey: number,
+  init: InitTerms | null,
 ): Promise<RawRunResult>;
+
+/**
+ * One message to a kernel box's interpreter (csrc/napi/cell.c): its start ("kernel": a = mode,
+ * b = checkpoints), a cell ("cell": a = resultMax, b = 1 for rich results, body = the code) or a
+ * rollback ("rollback": a = n). direct: no other message of this kernel is under way, so the
+ * calling thread may send it itself.
+ */
+export function kernelCell(
+  kernelKey: number, id: number, type: "kernel" | "cell" | "rollback", a: number, b: number,
+  body: Buffer | null, timeoutMs: number, cap: number,
+  onStdout: ((chunk: Buffer) => void) | null, onStderr: ((chunk: Buffer) => void) | null,
+  cancelKey: number, direct: boolean,
+): Promise<RawCellResult>;
+
+/** Recycles a parked prewarm box (if it is still parked). */
+export function dropParked(parkKey: number): void;
+/** Kerns still tearing down boxes whose calls settled, and kern stop helpers running (tests). */
+export function tailBoxes(): number;
 
 /** Test switches from process.env (KERN_SANDBOX_FORCE_FALLBACK, KERN_SANDBOX_TRACKER), read
  * by lib/binding.js: the addon itself never calls getenv(). */
