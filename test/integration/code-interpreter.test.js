@@ -158,7 +158,10 @@ describe("integration: the code interpreter with a real kern (issue 14)", functi
   for (const ending of ["close", "process.exit(0)", "process.kill(process.pid, 'SIGKILL')"]) {
     it(`the kernel box dies with ${ending} within 2 s`, async function () {
       const marker = `kend-${crypto.randomBytes(4).toString("hex")}`;
-      const kernsWith = () => h.processes().filter((p) => p.argv.includes(marker) && p.state !== "Z");
+      let child = null;
+      // The Node child's own argv holds the marker too (its -e code).
+      const kernsWith = () => h.processes().filter((p) => p.argv.includes(marker) && p.state !== "Z" &&
+        p.pid !== child.pid);
       // kern's argv carries the marker as a read-only mount of a directory
       // named after it (the image must stay a real one).
       const dir = h.tmpDir(`${marker}-`);
@@ -172,7 +175,7 @@ describe("integration: the code interpreter with a real kern (issue 14)", functi
           process.stdout.write("ready\\n");
           process.stdin.once("data", async () => { ${act}; });
         })();`;
-      const child = spawn(process.execPath, ["-e", code], { stdio: ["pipe", "pipe", "inherit"],
+      child = spawn(process.execPath, ["-e", code], { stdio: ["pipe", "pipe", "inherit"],
         env: { ...process.env, TMPDIR: h.tmpDir("kend-tmp-") } });
       const exited = h.exitOf(child);
       await h.firstOutput(child, exited);
