@@ -279,7 +279,8 @@ describe("run", function () {
 
   describe("the kern command line", function () {
     it("has the documented flags, --workdir, a backstop timeout and no secret", async function () {
-      await withSandbox({ env: { TOKEN: "CANARY-0123" }, timeoutS: 2.5, cpus: 1.5 }, async (sbx) => {
+      // prewarm: 0: the last box started is the call's, not a refill's.
+      await withSandbox({ env: { TOKEN: "CANARY-0123" }, timeoutS: 2.5, cpus: 1.5, prewarm: 0 }, async (sbx) => {
         const r = await sbx.run(["sh", "-c", "echo $TOKEN $PYTHONPATH"]);
         assert.strictEqual(r.stdout, "CANARY-0123 /workspace/.deps\n");
         const argv = lastBoxArgv();

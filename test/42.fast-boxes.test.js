@@ -9,7 +9,8 @@ const crypto = require("crypto");
 const path = require("path");
 const { spawn } = require("child_process");
 const h = require("./lib/harness");
-const { Sandbox } = require("../lib");
+const fs = require("fs");
+const { Sandbox, withSandbox } = require("../lib");
 const binding = require("../lib/binding");
 const { POOL_STATS, POOL_IDLE_MS, ENGINE } = require("../lib/internal");
 const { watchClosesSettled } = require("../lib/session");
@@ -98,6 +99,58 @@ describe("fast boxes (issue 16)", function () {
         await s.close();
       }
     });
+
+    for (const prewarm of [0, 1]) {
+      it(`E1: Python code that forges a final DONE on its interpreter socket and runs on gains what ` +
+        `exit(7) gives, and runs no more once the call has settled (${prewarm ? "prewarmed" : "cold"})`,
+      async function () {
+        const dir = h.tmpDir("e1-done-");
+        // The interpreter socket is the one close-on-exec socket at fd 100
+        // or above (README); DONE is interp.h's record: KSI1 header, then
+        // struct ks_ip_done with KS_IP_DONE_FINAL (2) and exit 7.
+        const code = (forge, file) => [
+          "import os, struct, time",
+          `forge = ${forge ? "True" : "False"}`,
+          "if forge:",
+          "    for fd in sorted(int(n) for n in os.listdir('/proc/self/fd')):",
+          "        if fd >= 100 and os.readlink('/proc/self/fd/%d' % fd).startswith('socket:'):",
+          "            os.write(fd, struct.pack('=IHHII', 0x3149534B, 18, 0, 0, 40) +",
+          "                     struct.pack('=iiIIQQQ', 2, 7, 0, 2, 0, 0, 0))",
+          "for i in range(1, 41):",
+          `    with open('${file}', 'w') as f: f.write(str(i))`,
+          "    time.sleep(0.025)",
+          "print('ran to the end')",
+        ].join("\n");
+        const beats = (file) => {
+          try {
+            return Number(fs.readFileSync(path.join(dir, file), "utf8") || 0);
+          } catch {
+            return 0; // not written yet
+          }
+        };
+        // memoryMb: null: no cap byte to learn first (E1 above).
+        await withSandbox({ prewarm, memoryMb: null, workspace: dir }, async (s) => {
+          if (prewarm) assert.ok(await h.waitFor(() => s[POOL_STATS]().ready === 1, 10000));
+          // Positive control: the same code without the forgery runs its
+          // 40 beats to the end.
+          const honest = await s.runCode(code(false, "honest"), { timeoutS: 30 });
+          assert.deepStrictEqual([honest.exitCode, honest.stdout, beats("honest")], [0, "ran to the end\n", 40]);
+          if (prewarm) assert.ok(await h.waitFor(() => s[POOL_STATS]().ready === 1, 10000));
+          const before = s[POOL_STATS]().prewarmedRuns;
+          const r = await s.runCode(code(true, "forger"), { timeoutS: 30 });
+          const at = beats("forger");
+          assert.strictEqual(s[POOL_STATS]().prewarmedRuns - before, prewarm, "ran where it was meant to");
+          // What it forged is what exit(7) gives; it settled at once.
+          assert.deepStrictEqual([r.exitCode, r.fault, r.stdout], [7, null, ""]);
+          assert.ok(at <= 2, `settled after ${at} beats`);
+          // And nothing of it runs after: the interpreter was killed.
+          await h.sleep(300);
+          assert.ok(beats("forger") <= at + 1, `beats went on: ${at} -> ${beats("forger")}`);
+        });
+        await watchClosesSettled();
+        assert.strictEqual(binding.liveBoxes(), 0);
+      });
+    }
 
     it("E2: a workload that kills the init settles by kern's exit with the right fault, " +
       "nothing left", async function () {

@@ -37,6 +37,8 @@ function host(scenario, input, timeoutMs = 60000) {
 /** A kernel driven through steps (see Script in the fake host). */
 const script = (mode, steps, checkpoints = 8) => host("script", { mode, checkpoints, steps });
 const cell = (code, more = {}) => ({ op: "cell", code, ...more });
+const DROPPED = 1; // ks_ip_done.flags
+const FINAL = 2;
 const SHARED = 1;
 const FORK = 2;
 
@@ -130,8 +132,11 @@ describe("the in-box Python side (lib/inbox/)", function () {
       ]);
       assert.deepStrictEqual(r.order, ["TAKEN", "RESULT", "RESULT", "RESULT", "DONE"]);
       assert.strictEqual(r.done.end, "ok");
-      assert.strictEqual(r.done.flags, 0);
+      // Final (KS_IP_DONE_FINAL): nothing follows but the exit, and its
+      // usage is getrusage's (the host settles there).
+      assert.strictEqual(r.done.flags, FINAL);
       assert.ok(r.done.utime_us + r.done.stime_us > 0);
+      assert.ok(r.done.maxrss_kb > 1000, `peak RSS ${r.done.maxrss_kb} KiB`);
 
       const last = await host("run", { code: "x = 6\nx * 7" });
       assert.deepStrictEqual(last.results, [{ "text/plain": "42" }]);
@@ -158,10 +163,10 @@ describe("the in-box Python side (lib/inbox/)", function () {
           result_max: 80,
         });
         assert.deepStrictEqual(r.results.map((x) => x["text/plain"]), [`'${"b".repeat(10)}'`, "'d'"]);
-        assert.strictEqual(r.done.flags, 1, "KS_IP_RESULTS_DROPPED");
+        assert.strictEqual(r.done.flags, DROPPED | FINAL);
         const big = await host("run", { code: "'x' * 200000" });
         assert.strictEqual(big.results[0]["text/plain"].length, 200002);
-        assert.strictEqual(big.done.flags, 0);
+        assert.strictEqual(big.done.flags, FINAL);
       });
 
     it("matplotlib figures open at the end are sent as PNG and closed, also after an exception; " +
@@ -190,6 +195,8 @@ describe("the in-box Python side (lib/inbox/)", function () {
       assert.deepStrictEqual(interrupted.results, []);
       assert.deepStrictEqual(interrupted.status, { exit: null, signal: 2 });
       assert.strictEqual(interrupted.done.end, "interrupted");
+      // Not final: it dies of SIGINT next, which the init reports.
+      assert.strictEqual(interrupted.done.flags & FINAL, 0);
     });
   });
 

@@ -36,10 +36,15 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "protocol.h"
+
+#ifndef SYS_pidfd_open
+#define SYS_pidfd_open 434 /* the same on every architecture */
+#endif
 #include "spec.h"
 
 #define KS_INIT_CODE_FD 3 /* where an interpreter started with --pre reads its code */
@@ -157,19 +162,20 @@ static bool read_spec(int ch, char **body, size_t *len) {
  * Frames are at most a few dozen bytes, sent one at a time into a buffer
  * the host drains: a short write only happens to a host that is gone, and
  * then kern's exit tells the rest. */
-static void send_frame(int ch, uint32_t type, const void *body, uint32_t len, int fd) {
+static void send_frame(int ch, uint32_t type, const void *body, uint32_t len, const int *fds,
+                       int nfds) {
   char frame[sizeof(struct ks_init_frame_header) + sizeof(struct ks_init_report)];
   struct ks_init_frame_header h = {.magic = KS_INIT_FRAME_MAGIC, .type = type, .len = len};
   union {
     struct cmsghdr align;
-    char buf[CMSG_SPACE(sizeof(int))];
+    char buf[CMSG_SPACE(2 * sizeof(int))];
   } control;
   struct iovec iov;
   struct msghdr msg;
   size_t total = sizeof h + len;
   ssize_t n;
 
-  if (ch < 0 || total > sizeof frame)
+  if (ch < 0 || total > sizeof frame || nfds < 0 || nfds > 2)
     return;
   memcpy(frame, &h, sizeof h);
   if (len > 0)
@@ -179,16 +185,16 @@ static void send_frame(int ch, uint32_t type, const void *body, uint32_t len, in
   memset(&msg, 0, sizeof msg);
   msg.msg_iov = &iov;
   msg.msg_iovlen = 1;
-  if (fd >= 0) {
+  if (nfds > 0) {
     struct cmsghdr *c;
     memset(&control, 0, sizeof control);
     msg.msg_control = control.buf;
-    msg.msg_controllen = sizeof control.buf;
+    msg.msg_controllen = CMSG_SPACE((size_t) nfds * sizeof(int));
     c = CMSG_FIRSTHDR(&msg);
     c->cmsg_level = SOL_SOCKET;
     c->cmsg_type = SCM_RIGHTS;
-    c->cmsg_len = CMSG_LEN(sizeof(int));
-    memcpy(CMSG_DATA(c), &fd, sizeof fd);
+    c->cmsg_len = CMSG_LEN((size_t) nfds * sizeof(int));
+    memcpy(CMSG_DATA(c), fds, (size_t) nfds * sizeof(int));
   }
   do
     n = sendmsg(ch, &msg, MSG_NOSIGNAL);
@@ -350,8 +356,15 @@ int main(int argc, char **argv) {
       setup_failed("socketpair");
     pid = start_workload(cmd, sp[1], apparmor, pid1);
     close(sp[1]);
-    if (pid > 0)
-      send_frame(ch, KS_INIT_ATTACH, NULL, 0, sp[0]);
+    if (pid > 0) {
+      /* With a pidfd of the interpreter, when the kernel gives one: the
+       * host kills it through that once it has settled the call at the
+       * interpreter's final message (interp.h, KS_IP_DONE_FINAL). */
+      int fds[2] = {sp[0], (int) syscall(SYS_pidfd_open, pid, 0)};
+      send_frame(ch, KS_INIT_ATTACH, NULL, 0, fds, fds[1] >= 0 ? 2 : 1);
+      if (fds[1] >= 0)
+        close(fds[1]);
+    }
     close(sp[0]);
   } else if (wait_spec) {
     char *body = NULL;
@@ -359,7 +372,7 @@ int main(int argc, char **argv) {
     char **spec_argv = NULL;
     if (!read_spec(ch, &body, &len) || ks_init_split_argv(body, len, &spec_argv) < 1)
       _exit(0); /* recycled unused (or a broken host): nothing ran, nothing to say */
-    send_frame(ch, KS_INIT_TAKEN, NULL, 0, -1);
+    send_frame(ch, KS_INIT_TAKEN, NULL, 0, NULL, 0);
     pid = start_workload(spec_argv, -1, apparmor, pid1);
   } else {
     pid = start_workload(cmd, -1, apparmor, pid1);
@@ -381,6 +394,6 @@ int main(int argc, char **argv) {
   kill_leftovers(pid1);
 
   fill_report(&rep, status);
-  send_frame(ch, KS_INIT_REPORT, &rep, sizeof rep, -1);
+  send_frame(ch, KS_INIT_REPORT, &rep, sizeof rep, NULL, 0);
   _exit(rep.end == KS_INIT_SIGNALED ? 128 + rep.value : rep.value);
 }

@@ -22,7 +22,10 @@
  *                 interpreter protocol runs on it (csrc/core/box/interp.h),
  *                 straight between the host and the interpreter, with no
  *                 relay through the init; the init's own frames stay on
- *                 this channel, where the workload cannot write.
+ *                 this channel, where the workload cannot write. A second
+ *                 descriptor, when the kernel gives one, is a pidfd of the
+ *                 interpreter: the host's way to kill it that the workload
+ *                 cannot forge.
  *                 REPORT, once the workload and everything it left in the
  *                 box are dead: how the workload ended, and its rusage
  *                 (RUSAGE_CHILDREN, so the workload's own CPU and peak RSS,
@@ -39,7 +42,7 @@
 enum ks_init_frame_type {
   KS_INIT_SPEC = 1,   /* host -> init: NUL-terminated strings, at least one: execvp them */
   KS_INIT_TAKEN = 2,  /* init -> host: empty */
-  KS_INIT_ATTACH = 3, /* init -> host: empty, with one descriptor */
+  KS_INIT_ATTACH = 3, /* init -> host: empty, with one or two descriptors */
   KS_INIT_REPORT = 4, /* init -> host: struct ks_init_report */
 };
 

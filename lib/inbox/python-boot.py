@@ -30,6 +30,7 @@ _KS_TAKEN, _KS_RESULT, _KS_DONE = 16, 17, 18
 _KS_RESULTS = 1  # ks_ip_run.flags
 _KS_OK, _KS_EXCEPTION, _KS_EXIT, _KS_INTERRUPTED = 0, 1, 2, 3
 _KS_RESULTS_DROPPED = 1  # ks_ip_done.flags
+_KS_FINAL = 2  # ks_ip_done.flags: nothing follows but this exit (KS_IP_DONE_FINAL)
 _KS_PYCF_ONLY_AST = 0x400  # _ast.PyCF_ONLY_AST, without importing _ast to name it
 _KS_FUTURE = 0x1FE0000  # the CO_FUTURE_* flags a code object passes on
 # python-rich.py's text, set by the host (lib/init.js) when it makes this
@@ -294,7 +295,8 @@ def _ks_boot():
         end, code = _ks_uncaught(e), 1
     if results is not None and end != _KS_INTERRUPTED:
         results.figures()
-    _ks_exit(main, end, code, oldest, lambda status: _ks_done(channel, results, end, status))
+    _ks_exit(main, end, code, oldest,
+             lambda status, final: _ks_done(channel, results, end, status, final))
 
 
 def _ks_take(main):
@@ -313,6 +315,13 @@ def _ks_take(main):
         # Compiled while the box waits, not on a call's path.
         _ks_results_class()
         _ks_kernel_code()
+        # The final DONE's usage (see _ks_done); kept here, not in
+        # sys.modules, where `python3 -c` would not have it.
+        try:
+            _KS_LAZY["resource"] = __import__("resource")
+            del sys.modules["resource"]
+        except ImportError:
+            pass
     try:
         msg = channel.recv()
     except (OSError, ValueError):
@@ -417,22 +426,36 @@ def _ks_uncaught(e):
     return _KS_INTERRUPTED if isinstance(e, KeyboardInterrupt) else _KS_EXCEPTION
 
 
-def _ks_done(channel, results, end, status):
-    # DONE's flags are what the host needs of it for a RUN: the init reports
-    # the exit and the exact usage. The CPU is os.times()'s (`resource`
-    # costs ~0.3 ms to import), the peak RSS left to the init's report (0).
-    dropped = results is not None and results.dropped
-    t = os.times()
+def _ks_done(channel, results, end, status, final):
+    # A final DONE (final: nothing is left to run but os._exit(status)) is
+    # where the host settles the call: the interpreter's exit (~1.2 ms of
+    # unmapping here) is not the call's. Its usage is then the call's:
+    # getrusage's, self and children, as the init would have reported.
+    # (A DONE is the code's to forge: the host kills this process the
+    # moment it settles on one, and the init kills what is left.)
+    flags = _KS_RESULTS_DROPPED if results is not None and results.dropped else 0
+    utime = stime = maxrss = 0
+    if final:
+        flags |= _KS_FINAL
+        try:
+            resource = _ks_lazy("resource")
+            me = resource.getrusage(resource.RUSAGE_SELF)
+            kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+            utime = round((me.ru_utime + kids.ru_utime) * 1e6)
+            stime = round((me.ru_stime + kids.ru_stime) * 1e6)
+            maxrss = max(me.ru_maxrss, kids.ru_maxrss)
+        except BaseException:
+            flags &= ~_KS_FINAL  # no usage to give: the init reports it
     channel.send_quiet(_KS_DONE, 0, _KS_DONE_BODY.pack(
-        end, status, 0, _KS_RESULTS_DROPPED if dropped else 0,
-        round((t[0] + t[2]) * 1e6), round((t[1] + t[3]) * 1e6), 0))
+        end, status, 0, flags, utime, stime, maxrss))
 
 
 def _ks_exit(main, end, code, oldest, done):
     # What Py_FinalizeEx does that a program can see, in its order, then
     # _exit: the interpreter's own teardown (~4 ms of freeing modules) is
     # the only part skipped. Anything unusual takes the interpreter's path.
-    # done(status) sends DONE: last, but before any way out.
+    # done(status, final) sends DONE: last, but before any way out; final
+    # when os._exit(status) is all that follows.
     if code is None:
         status = 0
     elif isinstance(code, int):
@@ -443,7 +466,7 @@ def _ks_exit(main, end, code, oldest, done):
             sys.stderr.write(str(code))
             sys.stderr.write("\n")
         except BaseException:
-            done(1)
+            done(1, False)
             raise SystemExit(code)  # the interpreter's own account of it
         status = 1
     threading = sys.modules.get("threading")
@@ -458,9 +481,9 @@ def _ks_exit(main, end, code, oldest, done):
             if stream is not None:
                 stream.flush()
     except BaseException:
-        done(status)
+        done(status, False)
         raise SystemExit(status)  # the interpreter reports it and exits 120
-    done(status)
+    done(status, end != _KS_INTERRUPTED)
     if end == _KS_INTERRUPTED:
         _signal = _KS_LAZY["_signal"]
         _signal.signal(_signal.SIGINT, _signal.SIG_DFL)

@@ -104,6 +104,12 @@ enum ks_ip_end {
   KS_IP_INTERRUPTED = 3, /* KeyboardInterrupt: value 1 */
 };
 #define KS_IP_RESULTS_DROPPED 1u /* done flags: a result did not fit the budget */
+/* done flags, RUN only: the interpreter does nothing more but _exit(value)
+ * (its output is flushed, its atexit handlers have run), and utime_us,
+ * stime_us and maxrss_kb are getrusage's, self and children. The host
+ * settles the call here and kills the interpreter (through the init's pidfd
+ * of it, never one the box sent), so a forged one only ends the code. */
+#define KS_IP_DONE_FINAL 2u
 struct ks_ip_done {
   int32_t end;    /* enum ks_ip_end */
   int32_t value;

@@ -108,7 +108,11 @@ struct ks_box {
   bool ctl_out;               /* ctl is watched for EPOLLOUT too */
   bool settle_early;          /* the report came: settle at the sweep, after the
                                * batch (later events of it may name this box) */
-  int pending_fd;             /* a descriptor that came on ctl, for its ATTACH */
+  int pending_fd[2];          /* descriptors that came on ctl, for its ATTACH */
+  int workload_pidfd;         /* from ATTACH: a pidfd of the interpreter, or -1 */
+  bool final_done;            /* settling at the interpreter's final DONE, whose
+                               * account is final_rep (see ks__ip_final_done) */
+  struct ks_init_report final_rep;
   /* The interpreter socket (interp.h) of a box started with --interp. */
   int ip;                     /* its host end, or -1 (not attached yet, or gone) */
   struct ks__watch ip_watch;
@@ -116,6 +120,9 @@ struct ks_box {
   struct ks__ip_out ip_out;   /* the message being sent */
   bool ip_out_watched;        /* ip is watched for EPOLLOUT too */
   struct ks__kernel *kernel;  /* a kernel box's cells (req.kernel_key), or NULL */
+  struct ks_box *claimed;     /* the parked box this call took, its run still to
+                               * settle: with this box's, one wakeup of the JS
+                               * thread, not one more while the call runs */
   uint64_t forget;            /* nonzero: not a box but ks_sup_forget_group's
                                * marker in the pending list (see there) */
 };

@@ -65,7 +65,8 @@ struct ks_box *ks_box_new(struct ks_box_request *req, void *user) {
   for (int i = 0; i < KS__BOX_PIPES; i++)
     box->fd[i] = -1;
   box->ctl = -1;
-  box->pending_fd = -1;
+  box->pending_fd[0] = box->pending_fd[1] = -1;
+  box->workload_pidfd = -1;
   ks_chan_init(&box->chan);
   ks__ip_box_init(box);
   ks_results_init(&box->res.results, box->req.result_max);
@@ -90,8 +91,12 @@ void ks_box_free(struct ks_box *box) {
     ks_ws_watch_abandon(box->req.watch, &box->wcall);
   if (box->ctl >= 0)
     ks_close_keep_errno(box->ctl);
-  if (box->pending_fd >= 0)
-    ks_close_keep_errno(box->pending_fd);
+  for (int i = 0; i < 2; i++) {
+    if (box->pending_fd[i] >= 0)
+      ks_close_keep_errno(box->pending_fd[i]);
+  }
+  if (box->workload_pidfd >= 0)
+    ks_close_keep_errno(box->workload_pidfd);
   ks__ip_box_free(box);
   ks_results_free(&box->res.results);
   ks_box_request_free(&box->req);
@@ -372,6 +377,11 @@ static bool ks__end_inline(struct ks_box *box) {
  * proportion to the output (the ASCII pass, decoding), which must never
  * hold the supervisor's deadlines. */
 static void ks__after_box(struct ks_sup *sup, struct ks_box *box) {
+  if (box->claimed != NULL) {
+    struct ks_box *p = box->claimed;
+    box->claimed = NULL;
+    ks__after_box(sup, p);
+  }
   if (ks__end_inline(box)) {
     sup->hooks.on_done(sup->ctx, box);
     return;
@@ -650,8 +660,7 @@ static void ks__send_spec(struct ks_sup *sup, struct ks_box *box) {
 }
 
 /* The workload's own rusage (RUSAGE_CHILDREN in the box), not kern's. */
-static void ks__usage_from_report(struct ks_box *box) {
-  const struct ks_init_report *rep = &box->chan.rep;
+static void ks__usage_from_report(struct ks_box *box, const struct ks_init_report *rep) {
   memset(&box->res.usage, 0, sizeof box->res.usage);
   box->res.usage.ru_utime.tv_sec = (time_t) (rep->utime_us / 1000000u);
   box->res.usage.ru_utime.tv_usec = (suseconds_t) (rep->utime_us % 1000000u);
@@ -667,7 +676,8 @@ static void ks__tail_adopt(struct ks_sup *sup, struct ks_box *box, uint64_t now)
  * Not for a SIGKILLed workload, whose OOM attribution needs kern's cap byte
  * at its exit, nor when the caller has no cap byte to report. */
 static void ks__settle_early(struct ks_sup *sup, struct ks_box *box, uint64_t now) {
-  int code = ks_chan_exit_code(&box->chan.rep);
+  const struct ks_init_report *rep = box->final_done ? &box->final_rep : &box->chan.rep;
+  int code = ks_chan_exit_code(rep);
 
   ks__ip_drain(sup, box, now); /* results and the TAKEN sent before the exit */
   ks__ip_box_end(sup, box, "the kernel's interpreter exited");
@@ -678,7 +688,7 @@ static void ks__settle_early(struct ks_sup *sup, struct ks_box *box, uint64_t no
   box->res.started[0] = 0x01;
   box->res.started[1] = (unsigned char) box->req.early_cap;
   box->res.nstarted = 2;
-  ks__usage_from_report(box);
+  ks__usage_from_report(box, rep);
   box->res.duration_ns = now - box->start_ns;
   box->res.settled_early = true;
   ks__tail_adopt(sup, box, now);
@@ -686,9 +696,9 @@ static void ks__settle_early(struct ks_sup *sup, struct ks_box *box, uint64_t no
   ks__after_box(sup, box);
 }
 
-/* Descriptors that came with bytes of the channel: the first is kept for
- * the ATTACH frame it rode on (the init sends nothing else with one); any
- * other is closed at once. */
+/* Descriptors that came with bytes of the channel: the first two are kept
+ * for the ATTACH frame they rode on (the init sends nothing else with
+ * any); any other is closed at once. */
 static void ks__take_fds(struct ks_box *box, struct msghdr *msg) {
   for (struct cmsghdr *c = CMSG_FIRSTHDR(msg); c != NULL; c = CMSG_NXTHDR(msg, c)) {
     size_t n;
@@ -698,8 +708,10 @@ static void ks__take_fds(struct ks_box *box, struct msghdr *msg) {
     for (size_t i = 0; i < n; i++) {
       int fd;
       memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof fd);
-      if (box->pending_fd < 0)
-        box->pending_fd = fd;
+      if (box->pending_fd[0] < 0)
+        box->pending_fd[0] = fd;
+      else if (box->pending_fd[1] < 0)
+        box->pending_fd[1] = fd;
       else
         ks_close_keep_errno(fd);
     }
@@ -714,8 +726,12 @@ static void ks__on_chan_event(struct ks_sup *sup, struct ks_box *box, enum ks_ch
     box->res.taken = true;
     break;
   case KS_CHAN_ATTACH:
-    fd = box->pending_fd;
-    box->pending_fd = -1;
+    fd = box->pending_fd[0];
+    box->pending_fd[0] = -1;
+    if (box->workload_pidfd < 0) {
+      box->workload_pidfd = box->pending_fd[1];
+      box->pending_fd[1] = -1;
+    }
     if (fd >= 0)
       ks__ip_attach(sup, box, fd);
     break;
@@ -806,8 +822,12 @@ static bool ks__adopt_parked(struct ks_sup *sup, struct ks_box *box) {
   box->ctl_watch.owner = box;
   (void) ks__watch_mod(sup, box->ctl, &box->ctl_watch, EPOLLIN);
   box->chan = p->chan;
-  box->pending_fd = p->pending_fd;
-  p->pending_fd = -1;
+  for (int i = 0; i < 2; i++) {
+    box->pending_fd[i] = p->pending_fd[i];
+    p->pending_fd[i] = -1;
+  }
+  box->workload_pidfd = p->workload_pidfd;
+  p->workload_pidfd = -1;
   ks__ip_adopt(sup, box, p);
   /* What kern printed while the box started belongs to this call. */
   for (int s = 0; s < 2; s++) {
@@ -833,11 +853,18 @@ static bool ks__adopt_parked(struct ks_sup *sup, struct ks_box *box) {
   box->deadline_ns = box->req.kernel_key != 0 ? UINT64_MAX : now + box->req.timeout_ns;
   box->res.prewarmed = true;
   ks__live_unlink(sup, p);
-  p->res.claimed = true; /* its own run settles now, with nothing of its own */
-  p->res.status_known = false;
-  ks__after_box(sup, p);
   ks__live_link(sup, box);
   ks__send_spec(sup, box);
+  /* The parked run settles with nothing of its own: a kernel's now, a
+   * call's with the call (waking the JS thread while the call runs cost
+   * 1-2 ms in a third of prewarmed calls here: it shares two CPUs with the
+   * box). */
+  p->res.claimed = true;
+  p->res.status_known = false;
+  if (box->req.kernel_key != 0)
+    ks__after_box(sup, p);
+  else
+    box->claimed = p;
   return true;
 }
 
@@ -1041,8 +1068,15 @@ static void ks__finish_box(struct ks_sup *sup, struct ks_box *box, struct ks__st
   for (int i = 0; i < KS__BOX_PIPES; i++)
     ks__watch_close(sup, &box->fd[i]);
   ks__watch_close(sup, &box->ctl);
-  if (box->res.reported)
-    ks__usage_from_report(box);
+  if (box->final_done) {
+    /* kern ended before the sweep could settle at the final DONE: the exit
+     * is DONE's (the interpreter died of our SIGKILL after it). */
+    box->res.status_known = true;
+    box->res.wait_status = (ks_chan_exit_code(&box->final_rep) & 0xff) << 8;
+    ks__usage_from_report(box, &box->final_rep);
+  } else if (box->res.reported) {
+    ks__usage_from_report(box, &box->chan.rep);
+  }
   ks__live_unlink(sup, box);
   ks__queue_stop(sup, box, stops);
   ks__after_box(sup, box);
