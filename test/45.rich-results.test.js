@@ -57,6 +57,24 @@ describe("code interpreter: rich results of one-shot calls (issue 14)", function
       ["import os", null],
       ["def f():\n    return 1\nf()", "1"],
       ["@staticmethod\ndef g(): pass\ng", "<staticmethod(<function g at"],
+      // One top-level line (one compile when it can): statements by their
+      // first word or an assignment to a name, the rest as expressions.
+      ["import os; os.sep", "'/'"],
+      ["pass", null],
+      ["x = 5", null],
+      ["if_ = 4", null],
+      ["match = 2", null],
+      ["del(__doc__)", null],
+      ["3 >= 2", "True"],
+      ["3 == 3", "True"],
+      ["(z := 9)", "9"],
+      ["not 0", "True"],
+      ["(lambda: 7)()", "7"],
+      ["f'{1+1}'", "'2'"],
+      ["'abc'.upper()", "'ABC'"],
+      ["type(1)", "<class 'int'>"],
+      ["sum(range(10))\n# a comment after it\n", "45"],
+      ["len([1,\n  2])", "2"],
     ];
     await withSandbox(async (s) => {
       for (const [code, want] of cases) {
@@ -69,6 +87,17 @@ describe("code interpreter: rich results of one-shot calls (issue 14)", function
       const w = await s.runCode("x = 1\nx is 1");
       assert.strictEqual((w.stderr.match(/SyntaxWarning/g) || []).length, 1, w.stderr);
       assert.deepStrictEqual(w.results.map((x) => x.text), ["True"]);
+      // And of one line, and the errors of lines that are no expression:
+      // as python3 -c prints them (its argv: results: false).
+      for (const code of ["1 is 1", "x := 1", "d = {}; d['\\d'] = 1", "x[1] = 2", "y: int = 3\ny",
+        "else:", "return 5", "await x"]) {
+        const [rich, plain] = [await s.runCode(code), await s.runCode(code, { results: false })];
+        assert.deepStrictEqual([rich.stdout, rich.stderr, rich.exitCode],
+          [plain.stdout, plain.stderr, plain.exitCode], code);
+      }
+      const one = await s.runCode("1 is 1");
+      assert.strictEqual((one.stderr.match(/SyntaxWarning/g) || []).length, 1, one.stderr);
+      assert.deepStrictEqual(one.results.map((x) => x.text), ["True"]);
     });
   });
 

@@ -150,32 +150,97 @@ def _ks_parse(rec):
 
 
 def _ks_compile(src, filename):
-    """(code, tail): src compiled to run with exec, and its trailing
-    expression statement (if any) compiled alone, to eval after it for the
-    value a notebook shows (None without one). src is compiled whole first:
-    the SyntaxErrors and warnings are exactly those compiling src gives,
-    once. Then, when its last top-level line starts an expression, src is
-    split there (the parts' warnings are the whole's, already shown: off),
-    with the lines and columns it had; else the tree decides (the AST's
-    first use costs ~0.6 ms, once a process). A module that is only a
-    docstring is left as it is (it sets __doc__)."""
+    """(code, tail): src compiled to run with exec (None: nothing to run
+    before the tail), and its trailing expression statement (if any)
+    compiled alone, to eval after it for the value a notebook shows (None
+    without one). src is compiled whole first: the SyntaxErrors and
+    warnings are exactly those compiling src gives, once. Then, when its
+    last top-level line starts an expression, src is split there (the
+    parts' warnings are the whole's, already shown: off), with the lines
+    and columns it had; else the tree decides (the AST's first use costs
+    ~0.6 ms, once a process). A module that is only a docstring is left as
+    it is (it sets __doc__). Code of one top-level line, what a notebook
+    cell often is, takes one compile where it can (see _ks_one_line)."""
+    lines = src.splitlines(True)
+    k = _ks_last_line(lines)
+    if k == 0:
+        made = _ks_one_line(src, lines[0], filename)
+        if made is not None:
+            return made
     whole = compile(src, filename, "exec", dont_inherit=True)
     quiet = _ks_quiet()
     try:
-        return _ks_split(src, filename, whole) or _ks_compile_ast(src, filename, whole)
+        return (_ks_split(lines, k, filename, whole) or
+                _ks_compile_ast(src, filename, whole))
     finally:
         _ks_loud(quiet)
 
 
-def _ks_split(src, filename, whole):
+def _ks_last_line(lines):
     # The last line at column 0 that is code: where the last top-level
-    # statement starts, unless it continues an earlier one (then the head
-    # alone does not compile, and the tree decides).
-    lines = src.splitlines(True)
+    # statement starts, unless it continues an earlier one. -1: none.
     k = len(lines) - 1
     while k >= 0 and (not lines[k].strip() or lines[k].lstrip().startswith("#") or
                       lines[k][0] in " \t\f"):
         k -= 1
+    return k
+
+
+def _ks_one_line(src, line, filename):
+    """Code whose only top-level line is its first (nothing before it for
+    that line to continue), in one compile: a line that starts with a
+    statement's keyword, or assigns to a name, is a statement (no value);
+    otherwise src is compiled as an expression with every warning an error,
+    and if that compiles, src is an expression that compiles without a
+    warning (its own code: nothing to run before it). None: decide as for
+    any code."""
+    if line[0] in "\"'" or ";" in line:
+        return None  # a docstring (it sets __doc__), or several statements
+    word = line.split(None, 1)[0].split("(", 1)[0].rstrip(":")
+    if word in _KS_STATEMENT_WORDS or word[:1] == "@" or _ks_assigns(line):
+        return compile(src, filename, "exec", dont_inherit=True), None
+    _warnings = _ks_lazy("_warnings")
+    strict = ("error", None, Warning, None, 0)
+    _warnings.filters.insert(0, strict)
+    _warnings._filters_mutated()
+    try:
+        return None, compile(src, filename, "eval", dont_inherit=True)
+    except Exception:
+        return None  # not an expression, or one with warnings: the long way
+    finally:
+        try:
+            _warnings.filters.remove(strict)
+        except ValueError:
+            pass
+        _warnings._filters_mutated()
+
+
+# The keywords that start a statement and never an expression (soft keywords
+# such as match and type can start either).
+_KS_STATEMENT_WORDS = frozenset((
+    "pass", "import", "from", "def", "class", "if", "elif", "else", "for", "while", "with",
+    "try", "except", "finally", "return", "raise", "del", "global", "nonlocal", "assert",
+    "break", "continue", "async"))
+
+
+def _ks_assigns(line):
+    # name = ..., name += ... (not ==): an assignment statement.
+    i, n = 0, len(line)
+    while i < n and (line[i].isalnum() or line[i] == "_" or ord(line[i]) > 127):
+        i += 1
+    if i == 0 or line[0].isdigit():
+        return False
+    while i < n and line[i] in " \t":
+        i += 1
+    for op in ("=", "+=", "-=", "*=", "/=", "//=", "%=", "@=", "&=", "|=", "^=", ">>=", "<<=", "**="):
+        if line.startswith(op, i):
+            return not line.startswith("==", i)
+    return False
+
+
+def _ks_split(lines, k, filename, whole):
+    # Split at line k, unless its statement continues an earlier one (then
+    # the head alone does not compile, and the tree decides).
     if k < 0 or lines[k][0] in "\"'" or ";" in lines[k]:
         return None  # a docstring, a string, or a line of several statements
     head, tail = "".join(lines[:k]), "".join(lines[k:])
@@ -285,7 +350,8 @@ def _ks_boot():
             compiled, tail = _ks_compile(src, "<string>")
         if lines:
             _ks_lines(src)
-        exec(compiled, main)
+        if compiled is not None:
+            exec(compiled, main)
         if tail is not None:
             results.show(eval(tail, main))
         end, code = _KS_OK, None

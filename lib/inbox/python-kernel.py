@@ -226,7 +226,8 @@ class Kernel:
     def run_user(self, code, tail):
         try:
             self.armed = True
-            exec(code, self.main)
+            if code is not None:
+                exec(code, self.main)
             if tail is not None:
                 self.results.show(eval(tail, self.main))
         finally:

@@ -309,7 +309,10 @@ static void ks__sendable_remove(struct ks_sup *sup, uint64_t key) {
 
 /* On the submitting thread; see supervisor.h. The lock is held from the
  * queueing to the end of the send: the supervisor takes such a cell only
- * once it can take the lock, so it never sees one half sent. */
+ * once it can take the lock, so it never sees one half sent. It is woken
+ * only after the unlock: woken before, it would wake only to sleep on the
+ * lock, and wake again, while the kernel starts on the cell (three threads
+ * on this host's two CPUs). */
 int ks_sup_send_cell(struct ks_sup *sup, struct ks_cell *cell) {
   struct ks__sendable *e;
   struct ks_err err;
@@ -345,7 +348,7 @@ int ks_sup_send_cell(struct ks_sup *sup, struct ks_cell *cell) {
   cell->fd[KS_STDERR] = errp[0];
   cell->present = true;
   cell->start_ns = ks__now_ns();
-  r = ks_sup_submit_cell(sup, cell);
+  r = ks__queue_cell(sup, cell);
   if (r < 0) {
     cell->fd[0] = cell->fd[1] = -1;
     cell->present = false;
@@ -380,6 +383,7 @@ int ks_sup_send_cell(struct ks_sup *sup, struct ks_cell *cell) {
   ks_close_keep_errno(out[1]);
   ks_close_keep_errno(errp[1]);
   pthread_mutex_unlock(&sup->kernels_lock);
+  ks__sup_wake(sup);
   return 1;
 }
 

@@ -252,6 +252,10 @@ struct ks__kernel {
 };
 
 uint64_t ks__now_ns(void);
+/* Queues a cell for the supervisor thread without waking it (0, or
+ * -ECANCELED after shutdown began); ks__sup_wake then wakes it. */
+int ks__queue_cell(struct ks_sup *sup, struct ks_cell *cell);
+void ks__sup_wake(struct ks_sup *sup);
 int ks__watch_add(struct ks_sup *sup, int fd, struct ks__watch *w);
 int ks__watch_mod(struct ks_sup *sup, int fd, struct ks__watch *w, uint32_t events);
 void ks__watch_close(struct ks_sup *sup, int *fd);

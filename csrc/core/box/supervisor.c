@@ -1448,6 +1448,13 @@ static void ks__queue_spawn(struct ks_sup *sup, struct ks_box *box) {
 }
 
 int ks_sup_submit_cell(struct ks_sup *sup, struct ks_cell *cell) {
+  int r = ks__queue_cell(sup, cell);
+  if (r == 0)
+    ks__wake(sup);
+  return r;
+}
+
+int ks__queue_cell(struct ks_sup *sup, struct ks_cell *cell) {
   pthread_mutex_lock(&sup->lock);
   if (sup->stopping) {
     pthread_mutex_unlock(&sup->lock);
@@ -1460,9 +1467,10 @@ int ks_sup_submit_cell(struct ks_sup *sup, struct ks_cell *cell) {
     sup->cells_head = cell;
   sup->cells_tail = cell;
   pthread_mutex_unlock(&sup->lock);
-  ks__wake(sup);
   return 0;
 }
+
+void ks__sup_wake(struct ks_sup *sup) { ks__wake(sup); }
 
 int ks_sup_submit(struct ks_sup *sup, struct ks_box *box) {
   pthread_mutex_lock(&sup->lock);
