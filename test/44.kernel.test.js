@@ -10,6 +10,7 @@ const assert = require("assert");
 const crypto = require("crypto");
 const { spawn } = require("child_process");
 const h = require("./lib/harness");
+const { manyKernels } = require("./lib/kernels");
 const { Sandbox, Kernel, SandboxError, AbortError } = require("..");
 const binding = require("../lib/binding");
 const { POOL_STATS } = require("../lib/internal");
@@ -468,18 +469,7 @@ describe("code interpreter: the kernel (issue 14)", function () {
       const fds0 = h.openFds();
       const s = await new Sandbox({ prewarm: 0 }).open();
       try {
-        const kernels = await Promise.all(Array.from({ length: 20 },
-          (_, i) => s.kernel(i % 2 ? { isolation: "fork" } : {})));
-        let wrong = 0;
-        await Promise.all(kernels.map(async (k, i) => {
-          await k.runCode(`acc = ${i * 1000}`);
-          for (let c = 1; c <= 100; c++) {
-            const r = await k.runCode(`acc += 1\nacc`);
-            if (r.results[0]?.text !== String(i * 1000 + c)) wrong++;
-          }
-        }));
-        assert.strictEqual(wrong, 0);
-        await Promise.all(kernels.map((k) => k.close()));
+        assert.strictEqual(await manyKernels(s), 0);
       } finally {
         await s.close();
       }

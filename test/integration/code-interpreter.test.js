@@ -10,6 +10,7 @@ const crypto = require("crypto");
 const { spawn } = require("child_process");
 const h = require("../lib/harness");
 const { useRealKern } = require("../lib/realkern");
+const { manyKernels } = require("../lib/kernels");
 const { POOL_STATS } = require("../../lib/internal");
 
 describe("integration: the code interpreter with a real kern (issue 14)", function () {
@@ -127,18 +128,7 @@ describe("integration: the code interpreter with a real kern (issue 14)", functi
       const fds0 = h.openFds();
       const t0 = Date.now();
       await kern.withSandbox({ prewarm: 0 }, async (s) => {
-        const kernels = await Promise.all(Array.from({ length: 20 },
-          (_, i) => s.kernel(i % 2 ? { isolation: "fork" } : {})));
-        let wrong = 0;
-        await Promise.all(kernels.map(async (k, i) => {
-          await k.runCode(`acc = ${i * 1000}`);
-          for (let c = 1; c <= 100; c++) {
-            const r = await k.runCode("acc += 1\nacc");
-            if (r.results[0]?.text !== String(i * 1000 + c)) wrong++;
-          }
-        }));
-        assert.strictEqual(wrong, 0);
-        await Promise.all(kernels.map((k) => k.close()));
+        assert.strictEqual(await manyKernels(s), 0);
       });
       h.note(`20 x 100 cells in ${Date.now() - t0} ms`);
       assert.deepStrictEqual(await census(fds0), { liveBoxes: 0, tails: 0, children: 0, fds: 0 });
