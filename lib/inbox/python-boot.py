@@ -168,12 +168,12 @@ def _ks_compile(src, filename):
         if made is not None:
             return made
     whole = compile(src, filename, "exec", dont_inherit=True)
-    quiet = _ks_quiet()
+    quiet = _ks_warnings("ignore")
     try:
         return (_ks_split(lines, k, filename, whole) or
                 _ks_compile_ast(src, filename, whole))
     finally:
-        _ks_loud(quiet)
+        _ks_warnings_undo(quiet)
 
 
 def _ks_last_line(lines):
@@ -199,20 +199,13 @@ def _ks_one_line(src, line, filename):
     word = line.split(None, 1)[0].split("(", 1)[0].rstrip(":")
     if word in _KS_STATEMENT_WORDS or word[:1] == "@" or _ks_assigns(line):
         return compile(src, filename, "exec", dont_inherit=True), None
-    _warnings = _ks_lazy("_warnings")
-    strict = ("error", None, Warning, None, 0)
-    _warnings.filters.insert(0, strict)
-    _warnings._filters_mutated()
+    strict = _ks_warnings("error")
     try:
         return None, compile(src, filename, "eval", dont_inherit=True)
     except Exception:
         return None  # not an expression, or one with warnings: the long way
     finally:
-        try:
-            _warnings.filters.remove(strict)
-        except ValueError:
-            pass
-        _warnings._filters_mutated()
+        _ks_warnings_undo(strict)
 
 
 # The keywords that start a statement and never an expression (soft keywords
@@ -271,18 +264,21 @@ def _ks_compile_ast(src, filename, whole):
             compile(value, filename, "eval", whole.co_flags & _KS_FUTURE, dont_inherit=True))
 
 
-def _ks_quiet():
-    """Warnings off (what _ks_loud undoes): through _warnings' own filter
+def _ks_warnings(action):
+    """Every warning handled by action ("ignore", "error") until
+    _ks_warnings_undo(what this returns): through _warnings' own filter
     list, which the warnings module shares (importing it costs ~0.7 ms)."""
     _warnings = _ks_lazy("_warnings")
-    _warnings.filters.insert(0, ("ignore", None, Warning, None, 0))
+    entry = (action, None, Warning, None, 0)
+    _warnings.filters.insert(0, entry)
     _warnings._filters_mutated()
-    return _warnings
+    return _warnings, entry
 
 
-def _ks_loud(_warnings):
+def _ks_warnings_undo(pushed):
+    _warnings, entry = pushed
     try:
-        _warnings.filters.remove(("ignore", None, Warning, None, 0))
+        _warnings.filters.remove(entry)
     except ValueError:
         pass
     _warnings._filters_mutated()
