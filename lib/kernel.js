@@ -114,8 +114,8 @@ class Kernel {
           Math.max(o.timeoutS, 30) * 1000, o.maxOutputBytes, null, null, 0);
       } finally {
         dispose();
+        if (claimed) setImmediate(refill); // the pool's box is gone, however this went
       }
-      if (claimed) setImmediate(refill);
       if (raw.how === "ready") {
         this.#dead = null;
         this.#up = true;
@@ -307,9 +307,11 @@ class Kernel {
   async restart() {
     if (this.#closed) throw new SandboxError("the kernel is closed: open a new one with sbx.kernel()");
     this.#host.options({});
-    // The box goes at once: the cells under way end with it.
-    await this.#stopBox();
+    // The box goes at once: the cells under way end with it. The barrier is
+    // up from here, so a cell called meanwhile waits for the new one.
+    const stopping = this.#stopBox();
     await this.#exclusive(async () => {
+      await stopping;
       this.#dead = null;
       await this.start();
     });

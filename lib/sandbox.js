@@ -628,7 +628,7 @@ class Sandbox {
     const box = binding.run(this.#kern, argv, st.kernEnvFor(o.enforceLimits), envFile, st.tmpdir,
       [this.#kern, "stop", name], KERNEL_BACKSTOP_S * 1000, o.maxOutputBytes, null, null, null,
       st.group, st.kernFd, key, terms);
-    st.trackParked(box);
+    st.trackParked(box, { runsCode: true });
     // The pool refills once the kernel is up: a box started meanwhile would
     // take the CPU the kernel's start needs.
     return { box, claimed: ready !== null, refill: () => this.#refillPool(st, "python") };

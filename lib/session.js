@@ -50,6 +50,7 @@ class Session {
     this.pool = null; // its prewarmed boxes (lib/pool.js), with an init
     this.prewarmedRuns = 0; // calls that ran in one
     this.parked = new Set(); // the engine's promises for them, settled when each ends
+    this.kernelBoxes = new Set(); // those of parked that are kernels' boxes
     this.group = nextGroup++;
     this.live = true; // calls may still start (the setup box included)
     this.ready = false; // setup is done: open() has resolved
@@ -89,13 +90,17 @@ class Session {
   }
 
   /** Holds a prewarm box's promise until the box ends (claimed, dropped,
-   * or killed with the session): teardown waits for those too. */
-  trackParked(p) {
+   * or killed with the session): teardown waits for those too. runsCode: a
+   * kernel's box, whose cells run code outside any call's box (teardown
+   * waits for it before the workspace goes, as for a call). */
+  trackParked(p, { runsCode = false } = {}) {
     const held = p.catch(() => {}).finally(() => {
       this.parked.delete(held);
+      this.kernelBoxes.delete(held);
       dyingParked.delete(held);
     });
     this.parked.add(held);
+    if (runsCode) this.kernelBoxes.add(held);
   }
 
   /** Kills the session's boxes, waits for its calls, then removes the
@@ -120,11 +125,11 @@ class Session {
     for (const p of this.parked) dyingParked.add(p);
     const hold = this.parked.size > 0 ? setInterval(() => {}, 1000) : null;
     try {
-      // The calls first: the boxes that ran code. A prewarmed box that no
-      // call took ran none (its interpreter or init only waited), so the
-      // workspace goes while it dies (~1.5 ms here: a booted interpreter
-      // unmapped); close() still waits for both.
-      await Promise.allSettled([...this.inflight]);
+      // The boxes that ran code first: the calls' and the kernels'. A
+      // prewarmed box that no call took ran none (its interpreter or init
+      // only waited), so the workspace goes while it dies (~1.5 ms here: a
+      // booted interpreter unmapped); close() still waits for both.
+      await Promise.allSettled([...this.inflight, ...this.kernelBoxes]);
       const parkedGone = Promise.allSettled([...this.parked]);
       // The inotify instance and its watches go on a worker thread, and
       // close() does not wait for them: closing an inotify instance waits

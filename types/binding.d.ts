@@ -97,8 +97,6 @@ export interface RawCellResult {
   results: string[];
   resultsDropped: boolean;
   durationMs: number;
-  /** When the cell was sent (CLOCK_MONOTONIC, ms), 0 if never. */
-  sentAtMs: number;
   userCpuMs: number;
   systemCpuMs: number;
   maxRssKb: number;

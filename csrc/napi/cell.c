@@ -77,7 +77,6 @@ static napi_value ks__cell_object(napi_env env, struct ks_napi_call *call, struc
       !ks_napi_set(env, obj, "results", results) ||
       !ks_napi_set(env, obj, "resultsDropped", ks_napi_bool(env, res->results.dropped)) ||
       !KS__SET_NUM("durationMs", (double) res->duration_ns / 1e6) ||
-      !KS__SET_NUM("sentAtMs", (double) ks_cell_sent_ns(cell) / 1e6) ||
       !KS__SET_NUM("userCpuMs", (double) (ended ? e->utime_us : d->utime_us) / 1e3) ||
       !KS__SET_NUM("systemCpuMs", (double) (ended ? e->stime_us : d->stime_us) / 1e3) ||
       !KS__SET_NUM("maxRssKb", ended ? e->maxrss_kb : d->maxrss_kb))

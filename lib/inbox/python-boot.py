@@ -194,7 +194,7 @@ def _ks_one_line(src, line, filename):
     and if that compiles, src is an expression that compiles without a
     warning (its own code: nothing to run before it). None: decide as for
     any code."""
-    if line[0] in "\"'" or ";" in line:
+    if _ks_string_first(line) or ";" in line:
         return None  # a docstring (it sets __doc__), or several statements
     word = line.split(None, 1)[0].split("(", 1)[0].rstrip(":")
     if word in _KS_STATEMENT_WORDS or word[:1] == "@" or _ks_assigns(line):
@@ -206,6 +206,12 @@ def _ks_one_line(src, line, filename):
         return None  # not an expression, or one with warnings: the long way
     finally:
         _ks_warnings_undo(strict)
+
+
+def _ks_string_first(line):
+    # A line that starts with a string (r"", u"" too): perhaps a docstring,
+    # which the tree tells.
+    return line.lstrip("rRuU")[:1] in ("\"", "'")
 
 
 # The keywords that start a statement and never an expression (soft keywords
@@ -234,7 +240,7 @@ def _ks_assigns(line):
 def _ks_split(lines, k, filename, whole):
     # Split at line k, unless its statement continues an earlier one (then
     # the head alone does not compile, and the tree decides).
-    if k < 0 or lines[k][0] in "\"'" or ";" in lines[k]:
+    if k < 0 or _ks_string_first(lines[k]) or ";" in lines[k]:
         return None  # a docstring, a string, or a line of several statements
     head, tail = "".join(lines[:k]), "".join(lines[k:])
     try:
@@ -497,6 +503,8 @@ def _ks_done(channel, results, end, status, final):
     # moment it settles on one, and the init kills what is left.)
     flags = _KS_RESULTS_DROPPED if results is not None and results.dropped else 0
     utime = stime = maxrss = 0
+    if final and not _ks_alone():
+        final = False  # what the code left runs on: the init kills it, then reports
     if final:
         flags |= _KS_FINAL
         try:
@@ -510,6 +518,23 @@ def _ks_done(channel, results, end, status, final):
             flags &= ~_KS_FINAL  # no usage to give: the init reports it
     channel.send_quiet(_KS_DONE, 0, _KS_DONE_BODY.pack(
         end, status, 0, flags, utime, stime, maxrss))
+
+
+def _ks_alone():
+    """Whether nothing but the init and this process is left in the box:
+    the call may settle before the init has killed what the code left (a
+    daemon, a child never waited for) only when the code left nothing. As
+    PID 1's child in the box's PID namespace, /proc lists the box alone;
+    elsewhere (kern's test double: no namespace, the workload dies with the
+    init's process group) there is no box to look at."""
+    if os.getppid() != 1:
+        return True
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return False
+    me = str(os.getpid())
+    return all(n == "1" or n == me for n in names if n.isdigit())
 
 
 def _ks_exit(main, end, code, oldest, done):

@@ -96,7 +96,6 @@ struct ks_cell *ks_cell_new(struct ks_cell_request *req, void *user) {
 
 void *ks_cell_user(const struct ks_cell *cell) { return cell->user; }
 
-uint64_t ks_cell_sent_ns(const struct ks_cell *cell) { return cell->sent ? cell->start_ns : 0; }
 
 struct ks_cell_result *ks_cell_result(struct ks_cell *cell) { return &cell->res; }
 
@@ -371,15 +370,16 @@ int ks_sup_send_cell(struct ks_sup *sup, struct ks_cell *cell) {
   do
     n = sendmsg(e->fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
   while (n < 0 && errno == EINTR);
-  if (n < 0 && errno == EAGAIN) {
-    /* No room (never while the kernel waits for a cell): the supervisor
-     * sends it, with pipes of its own making. */
+  if (n < 0) {
+    /* No room (never while the kernel waits for a cell), or another failure
+     * (ENOBUFS, ENOMEM; or the kernel is gone): the supervisor sends it,
+     * with pipes of its own making, and finds a dead kernel's socket at its
+     * end as for any cell. */
     ks_close_keep_errno(cell->fd[0]);
     ks_close_keep_errno(cell->fd[1]);
     cell->fd[0] = cell->fd[1] = -1;
     cell->present = false;
   }
-  /* Other failures: the kernel is gone, which its socket's end tells. */
   ks_close_keep_errno(out[1]);
   ks_close_keep_errno(errp[1]);
   pthread_mutex_unlock(&sup->kernels_lock);

@@ -157,8 +157,6 @@ struct ks_cell;
 
 struct ks_cell *ks_cell_new(struct ks_cell_request *req, void *user);
 void *ks_cell_user(const struct ks_cell *cell);
-/* When the cell's message was sent (CLOCK_MONOTONIC ns), 0 if never. */
-uint64_t ks_cell_sent_ns(const struct ks_cell *cell);
 struct ks_cell_result *ks_cell_result(struct ks_cell *cell);
 void ks_cell_free(struct ks_cell *cell);
 void ks_cell_request_free(struct ks_cell_request *req);
