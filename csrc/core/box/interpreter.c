@@ -79,6 +79,54 @@ static void ks__results_add(struct ks_results *r, const unsigned char *body, siz
 
 /* ---- cells ------------------------------------------------------------- */
 
+/* A cell's two pipes: out[0] and errp[0] the host's (nonblocking) read ends,
+ * out[1] and errp[1] the ends the box writes. On failure none is left open. */
+static void ks__close_pipes(int out[2], int errp[2]);
+
+static int ks__cell_pipes(int out[2], int errp[2], struct ks_err *err) {
+  if (ks__pipe_nonblocking_read(out, err) == 0 && ks__pipe_nonblocking_read(errp, err) == 0)
+    return 0;
+  ks__close_pipes(out, errp);
+  return -1;
+}
+
+static void ks__close_pipes(int out[2], int errp[2]) {
+  for (int i = 0; i < 2; i++) {
+    ks_close_keep_errno(out[i]);
+    ks_close_keep_errno(errp[i]);
+    out[i] = errp[i] = -1;
+  }
+}
+
+/* The supervisor's watches on a cell's read ends, once the cell is its. */
+static void ks__cell_watch(struct ks_sup *sup, struct ks_cell *cell) {
+  for (int s = 0; s < 2; s++) {
+    cell->watch[s].kind = s == KS_STDOUT ? KS__W_CELL_OUT : KS__W_CELL_ERR;
+    cell->watch[s].owner = cell;
+    (void) ks__watch_add(sup, cell->fd[s], &cell->watch[s]);
+  }
+}
+
+/* Room for the two descriptors a message may carry (a cell's pipes). */
+union ks__fd_control {
+  struct cmsghdr align;
+  char buf[CMSG_SPACE(2 * sizeof(int))];
+};
+
+/* Puts nfds (1 or 2) descriptors on msg, as SCM_RIGHTS in control. */
+static void ks__attach_fds(struct msghdr *msg, union ks__fd_control *control, const int *fds,
+                           int nfds) {
+  struct cmsghdr *c;
+  memset(control, 0, sizeof *control);
+  msg->msg_control = control->buf;
+  msg->msg_controllen = CMSG_SPACE((size_t) nfds * sizeof(int));
+  c = CMSG_FIRSTHDR(msg);
+  c->cmsg_level = SOL_SOCKET;
+  c->cmsg_type = SCM_RIGHTS;
+  c->cmsg_len = CMSG_LEN((size_t) nfds * sizeof(int));
+  memcpy(CMSG_DATA(c), fds, (size_t) nfds * sizeof(int));
+}
+
 struct ks_cell *ks_cell_new(struct ks_cell_request *req, void *user) {
   struct ks_cell *cell = calloc(1, sizeof *cell);
   if (cell == NULL)
@@ -317,14 +365,9 @@ int ks_sup_send_cell(struct ks_sup *sup, struct ks_cell *cell) {
   struct ks_err err;
   int out[2] = {-1, -1};
   int errp[2] = {-1, -1};
-  union {
-    struct cmsghdr align;
-    char buf[CMSG_SPACE(2 * sizeof(int))];
-  } control;
+  union ks__fd_control control;
   struct iovec iov = {.iov_base = cell->req.msg, .iov_len = cell->req.msg_len};
-  struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = control.buf,
-                       .msg_controllen = sizeof control.buf};
-  struct cmsghdr *c;
+  struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1};
   int fds[2];
   ssize_t n;
   int r;
@@ -334,13 +377,8 @@ int ks_sup_send_cell(struct ks_sup *sup, struct ks_cell *cell) {
     return 0; /* more than one record: the supervisor sends it, awaiting room */
   pthread_mutex_lock(&sup->kernels_lock);
   e = *ks__sendable_find(sup, cell->req.kernel);
-  if (e == NULL || ks__pipe_nonblocking_read(out, &err) < 0 ||
-      ks__pipe_nonblocking_read(errp, &err) < 0) {
+  if (e == NULL || ks__cell_pipes(out, errp, &err) < 0) {
     pthread_mutex_unlock(&sup->kernels_lock);
-    for (int i = 0; i < 2; i++) {
-      ks_close_keep_errno(out[i]);
-      ks_close_keep_errno(errp[i]);
-    }
     return 0;
   }
   cell->fd[KS_STDOUT] = out[0];
@@ -352,21 +390,13 @@ int ks_sup_send_cell(struct ks_sup *sup, struct ks_cell *cell) {
     cell->fd[0] = cell->fd[1] = -1;
     cell->present = false;
     pthread_mutex_unlock(&sup->kernels_lock);
-    for (int i = 0; i < 2; i++) {
-      ks_close_keep_errno(out[i]);
-      ks_close_keep_errno(errp[i]);
-    }
+    ks__close_pipes(out, errp);
     return r;
   }
   /* From here the cell is the supervisor's; it touches it once we unlock. */
-  memset(&control, 0, sizeof control);
-  c = CMSG_FIRSTHDR(&msg);
-  c->cmsg_level = SOL_SOCKET;
-  c->cmsg_type = SCM_RIGHTS;
-  c->cmsg_len = CMSG_LEN(sizeof fds);
   fds[0] = out[1];
   fds[1] = errp[1];
-  memcpy(CMSG_DATA(c), fds, sizeof fds);
+  ks__attach_fds(&msg, &control, fds, 2);
   do
     n = sendmsg(e->fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
   while (n < 0 && errno == EINTR);
@@ -383,7 +413,7 @@ int ks_sup_send_cell(struct ks_sup *sup, struct ks_cell *cell) {
   ks_close_keep_errno(out[1]);
   ks_close_keep_errno(errp[1]);
   pthread_mutex_unlock(&sup->kernels_lock);
-  ks__sup_wake(sup);
+  ks__wake(sup);
   return 1;
 }
 
@@ -432,23 +462,11 @@ static void ks__ip_send(struct ks_sup *sup, struct ks_box *box) {
     size_t rec = ks_ip_record_size(o->data + o->off);
     struct iovec iov = {.iov_base = o->data + o->off, .iov_len = rec};
     struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1};
-    union {
-      struct cmsghdr align;
-      char buf[CMSG_SPACE(2 * sizeof(int))];
-    } control;
+    union ks__fd_control control;
     ssize_t n;
 
-    if (o->off == 0 && o->nfds > 0) {
-      struct cmsghdr *c;
-      memset(&control, 0, sizeof control);
-      msg.msg_control = control.buf;
-      msg.msg_controllen = CMSG_SPACE((size_t) o->nfds * sizeof(int));
-      c = CMSG_FIRSTHDR(&msg);
-      c->cmsg_level = SOL_SOCKET;
-      c->cmsg_type = SCM_RIGHTS;
-      c->cmsg_len = CMSG_LEN((size_t) o->nfds * sizeof(int));
-      memcpy(CMSG_DATA(c), o->fds, (size_t) o->nfds * sizeof(int));
-    }
+    if (o->off == 0 && o->nfds > 0)
+      ks__attach_fds(&msg, &control, o->fds, o->nfds);
     n = sendmsg(box->ip, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
     if (n >= 0) {
       if (o->off == 0) {
@@ -775,9 +793,7 @@ static void ks__kernel_pump(struct ks_sup *sup, struct ks_box *box, uint64_t now
   cell->deadline_ns = now + cell->req.timeout_ns;
   box->ipr.max = cell->req.cap;
   if (cell->req.type == KS_IP_CELL) {
-    if (ks__pipe_nonblocking_read(out, &err) < 0 || ks__pipe_nonblocking_read(errp, &err) < 0) {
-      ks_close_keep_errno(out[0]);
-      ks_close_keep_errno(out[1]);
+    if (ks__cell_pipes(out, errp, &err) < 0) {
       k->current = NULL;
       ks__cell_fail(sup, cell, "the host could not make the cell's pipes (out of descriptors)");
       ks__kernel_pump(sup, box, now);
@@ -785,11 +801,7 @@ static void ks__kernel_pump(struct ks_sup *sup, struct ks_box *box, uint64_t now
     }
     cell->fd[KS_STDOUT] = out[0];
     cell->fd[KS_STDERR] = errp[0];
-    for (int s = 0; s < 2; s++) {
-      cell->watch[s].kind = s == KS_STDOUT ? KS__W_CELL_OUT : KS__W_CELL_ERR;
-      cell->watch[s].owner = cell;
-      (void) ks__watch_add(sup, cell->fd[s], &cell->watch[s]);
-    }
+    ks__cell_watch(sup, cell);
     fds[0] = out[1];
     fds[1] = errp[1];
   }
@@ -808,12 +820,11 @@ static struct ks_box *ks__kernel_box(struct ks_sup *sup, uint64_t key) {
   return NULL;
 }
 
-struct ks_cell *ks__cells_take_present(struct ks_sup *sup, struct ks_cell *cells, uint64_t now) {
+struct ks_cell *ks__cells_take_present(struct ks_sup *sup, struct ks_cell *cells) {
   struct ks_cell *rest = NULL;
   struct ks_cell **tail = &rest;
   bool synced = false;
 
-  (void) now;
   while (cells != NULL) {
     struct ks_cell *cell = cells;
     struct ks_box *box;
@@ -843,11 +854,7 @@ struct ks_cell *ks__cells_take_present(struct ks_sup *sup, struct ks_cell *cells
     cell->deadline_ns = cell->start_ns + cell->req.timeout_ns;
     box->kernel->current = cell;
     box->ipr.max = cell->req.cap;
-    for (int s = 0; s < 2; s++) {
-      cell->watch[s].kind = s == KS_STDOUT ? KS__W_CELL_OUT : KS__W_CELL_ERR;
-      cell->watch[s].owner = cell;
-      (void) ks__watch_add(sup, cell->fd[s], &cell->watch[s]);
-    }
+    ks__cell_watch(sup, cell);
   }
   return rest;
 }
@@ -855,12 +862,9 @@ struct ks_cell *ks__cells_take_present(struct ks_sup *sup, struct ks_cell *cells
 void ks__cells_take(struct ks_sup *sup, struct ks_cell *cells, uint64_t now) {
   while (cells != NULL) {
     struct ks_cell *cell = cells;
-    struct ks_box *box = sup->live;
+    struct ks_box *box = ks__kernel_box(sup, cell->req.kernel);
     cells = cell->next;
     cell->next = NULL;
-    while (box != NULL && !(box->req.kernel_key == cell->req.kernel && box->kernel != NULL &&
-                            !box->exited && !box->killed))
-      box = box->next;
     if (box == NULL) {
       cell->res.how = KS_CELL_NO_KERNEL;
       ks__cell_done(sup, cell);

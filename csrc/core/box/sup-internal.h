@@ -253,9 +253,10 @@ struct ks__kernel {
 
 uint64_t ks__now_ns(void);
 /* Queues a cell for the supervisor thread without waking it (0, or
- * -ECANCELED after shutdown began); ks__sup_wake then wakes it. */
+ * -ECANCELED after shutdown began); ks__wake then wakes it. */
 int ks__queue_cell(struct ks_sup *sup, struct ks_cell *cell);
-void ks__sup_wake(struct ks_sup *sup);
+/* Wakes the supervisor thread (its eventfd). */
+void ks__wake(struct ks_sup *sup);
 int ks__watch_add(struct ks_sup *sup, int fd, struct ks__watch *w);
 int ks__watch_mod(struct ks_sup *sup, int fd, struct ks__watch *w, uint32_t events);
 void ks__watch_close(struct ks_sup *sup, int *fd);
@@ -287,7 +288,7 @@ void ks__stray_drain(struct ks_sup *sup, struct ks__watch *w);
 void ks__cells_take(struct ks_sup *sup, struct ks_cell *cells, uint64_t now);
 /* Of those, the ones the submitting thread sent itself, now; returns the
  * rest, in order. */
-struct ks_cell *ks__cells_take_present(struct ks_sup *sup, struct ks_cell *cells, uint64_t now);
+struct ks_cell *ks__cells_take_present(struct ks_sup *sup, struct ks_cell *cells);
 /* Deadlines, aborts and graces of every kernel's cells. */
 void ks__cells_sweep(struct ks_sup *sup, uint64_t now);
 uint64_t ks__cells_next_deadline(struct ks_sup *sup);

@@ -272,7 +272,6 @@ static void ks__run_stops(struct ks_sup *sup, struct ks__stop *stops) {
 /* ---- the scan thread ------------------------------------------------------ */
 
 static void ks__queue_spawn(struct ks_sup *sup, struct ks_box *box);
-static void ks__wake(struct ks_sup *sup);
 static bool ks__box_cancelled(struct ks_sup *sup, const struct ks_box *box);
 
 static void ks__scan_job(struct ks_sup *sup, struct ks_box *box) {
@@ -1304,7 +1303,7 @@ static void *ks__sup_main(void *arg) {
      * sent: one whose answer is in this batch is taken before the answer
      * is read. (It names a kernel that is up already; every other cell
      * waits for the boxes submitted with it, spawned after the batch.) */
-    cells = ks__cells_take_present(sup, cells, now);
+    cells = ks__cells_take_present(sup, cells);
     for (int i = 0; i < n; i++)
       ks__dispatch(sup, events[i].data.ptr, events[i].events, now);
 
@@ -1419,7 +1418,7 @@ fail:
   return r;
 }
 
-static void ks__wake(struct ks_sup *sup) {
+void ks__wake(struct ks_sup *sup) {
   uint64_t one = 1;
   /* EAGAIN means the counter is already nonzero: the thread will wake. */
   while (write(sup->wakefd, &one, sizeof one) < 0 && errno == EINTR) {
@@ -1469,8 +1468,6 @@ int ks__queue_cell(struct ks_sup *sup, struct ks_cell *cell) {
   pthread_mutex_unlock(&sup->lock);
   return 0;
 }
-
-void ks__sup_wake(struct ks_sup *sup) { ks__wake(sup); }
 
 int ks_sup_submit(struct ks_sup *sup, struct ks_box *box) {
   pthread_mutex_lock(&sup->lock);
