@@ -579,14 +579,15 @@ def _ks_exit(main, end, code, oldest, done):
 
 
 def _ks_clear(main, oldest):
-    # Module teardown: __main__'s names set to None (underscored ones first,
-    # as CPython does), which closes and flushes what they held (an open()
+    # Module teardown: __main__'s names set to None (those with a single
+    # leading underscore first, then all but __builtins__, as CPython's
+    # _PyModule_ClearDict does), which closes and flushes what they held (an open()
     # never closed, objects with __del__), and a collection for the cycles
     # among them: of the young generations only, while nothing the code
     # made was promoted to the oldest (a full one costs ~0.3-2 ms and finds
     # nothing more then).
-    for names in ([k for k in main if k.startswith("_") and k != "__builtins__"],
-                  [k for k in main if not k.startswith("_")]):
+    for names in ([k for k in main if k[:1] == "_" and k[1:2] != "_"],
+                  [k for k in main if k != "__builtins__"]):
         for k in names:
             main[k] = None
     young = (gc.get_count()[2], gc.get_stats()[2]["collections"]) == oldest
