@@ -19,6 +19,11 @@ const REPORT_SIGNALED = 2;
 // is never a string in C or JS): the bootstrap every Python box starts with
 // (`python3 -c`), carrying the rich results' code and the kernel driver.
 const PYTHON_BOOT = pythonBoot(path.join(__dirname, "inbox"));
+// What every interpreter box runs first: it loads the boot from the init
+// directory, as bytecode where lib/bootcache.js compiled it for the box's
+// interpreter, else as text (python-load.py).
+const PYTHON_LOAD = fs.readFileSync(path.join(__dirname, "inbox", "python-load.py"), "utf8");
+const BOOT_SOURCE = "boot.py"; // in the init directory: PYTHON_BOOT's text
 
 /**
  * The boot's source, with the texts of python-rich.py and python-kernel.py
@@ -58,7 +63,9 @@ const INIT_BINARY = findInitBinary();
  * The process's private directory (0700, under TMPDIR, never inside a
  * workspace) holding one copy of the init (0500), which every box of the
  * process mounts read-only at /.ks: nobody but us can replace the program
- * each box runs first, and nothing else is in it. One per process, not per
+ * each box runs first. Beside it only the Python boot's text (boot.py) and
+ * its bytecode per kern and image (lib/bootcache.js), read-only as well,
+ * what python-load.py runs in interpreter boxes. One per process, not per
  * session: creating and removing a file per session cost 3-45 ms a session
  * on this host's journaled /tmp right after kern's teardown wrote there
  * (measured), for no gain in isolation (the sessions of one process trust
@@ -103,6 +110,7 @@ function initDir(tmpdir = os.tmpdir()) {
     const file = path.join(dir, "ks-init");
     fs.copyFileSync(INIT_BINARY, file, fs.constants.COPYFILE_EXCL);
     fs.chmodSync(file, 0o500);
+    fs.writeFileSync(path.join(dir, BOOT_SOURCE), PYTHON_BOOT, { mode: 0o400, flag: "wx" });
   } catch {
     if (dir !== null) removeInitDir(dir);
     dir = null;
@@ -156,15 +164,17 @@ function coldCommand(command, apparmor) {
 /** The box command of a Python interpreter the host talks to (the
  * interpreter protocol, csrc/core/box/interp.h): python3 booted now,
  * waiting for its code (RUN) or to become a kernel (KERNEL). Cold or
- * prewarmed alike. */
-function interpCommand(apparmor) {
-  return [BOX_PATH, ...apparmorArgs(apparmor), "--interp", "--", "python3", "-c", PYTHON_BOOT];
+ * prewarmed alike. bootBin: the in-box path of the boot's bytecode for
+ * this box's interpreter (lib/bootcache.js), used when it is there. */
+function interpCommand(apparmor, bootBin) {
+  return [BOX_PATH, ...apparmorArgs(apparmor), "--interp", "--", "python3", "-c", PYTHON_LOAD,
+    `${BOX_DIR}/${BOOT_SOURCE}`, bootBin];
 }
 
 /** The box command of a prewarmed box: an init waiting for its argv
  * ("exec"), or a Python interpreter ("python"). */
-function waitingCommand(kind, apparmor) {
-  if (kind === "python") return interpCommand(apparmor);
+function waitingCommand(kind, apparmor, bootBin) {
+  if (kind === "python") return interpCommand(apparmor, bootBin);
   return [BOX_PATH, ...apparmorArgs(apparmor), "--wait"];
 }
 
@@ -187,5 +197,5 @@ function specFrame(command) {
   return out;
 }
 
-module.exports = { BOX_DIR, BOX_PATH, INIT_BINARY, REPORT_EXITED, REPORT_SIGNALED,
+module.exports = { BOX_DIR, BOX_PATH, BOOT_SOURCE, INIT_BINARY, REPORT_EXITED, REPORT_SIGNALED,
   initDir, dirPrefix, coldCommand, interpCommand, waitingCommand, specFrame };

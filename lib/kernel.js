@@ -103,7 +103,7 @@ class Kernel {
     // A prewarmed box first; one that died while it waited is no start.
     for (const claim of [true, false]) {
       this.#key = newCancelKey();
-      const { box, claimed, refill } = this.#host.startBox(this.#key, claim);
+      const { box, claimed, refill, started } = this.#host.startBox(this.#key, claim);
       this.#box = box.catch(() => null);
       this.#depth = 0;
       const dispose = onAbort(signal, () => binding.cancelGroup(this.#key));
@@ -115,6 +115,7 @@ class Kernel {
       } finally {
         dispose();
         if (claimed) setImmediate(refill); // the pool's box is gone, however this went
+        setImmediate(started); // work that waited for the kernel's start (lib/bootcache.js)
       }
       if (raw.how === "ready") {
         this.#dead = null;

@@ -12,6 +12,7 @@ const { normalizeOptions, normalizeCallOptions, signalOption, describe } = requi
 const { checkHostSource, within } = require("./mounts");
 const { findKern, openKern, boxName, boxArgv, envFileContent, DEPS_DIR } = require("./kern");
 const { Session, newCancelKey } = require("./session");
+const bootcache = require("./bootcache");
 const { abortError, onAbort, raceAbort } = require("./abort");
 const { classify, exitCodeOf, limitsOf } = require("./faults");
 const { warnUnenforced, NO_CAP_WARNING } = require("./warnings");
@@ -320,7 +321,9 @@ class Sandbox {
     const { argv, timeoutS, flagsKey } = boxArgv(parked, {
       kern: this.#kern, name, workspace: st.ws, isSetup: false,
       depsDirExists: depsDirExistsSync(st, o), envFd: binding.ENV_FD,
-      command: init.waitingCommand(kind, o.apparmor), initDir: st.initDir,
+      command: init.waitingCommand(kind, o.apparmor, kind === "python"
+        ? bootcache.bootBin(st.initDir, this.#kern, o, setImmediate) : null),
+      initDir: st.initDir,
     });
     const parkKey = newCancelKey();
     try {
@@ -383,8 +386,11 @@ class Sandbox {
       const run = withInit && code !== null && kind === "python"
         ? { code: Buffer.from(code, "utf8"), results: o.results } : null;
       const viaInterp = run !== null && (o.results || run.code.length > INLINE_CODE_MAX);
+      let compileBoot = null; // starts the boot's compile once this call settles
       const coldCommand = !withInit ? command
-        : viaInterp ? init.interpCommand(o.apparmor) : init.coldCommand(command, o.apparmor);
+        : viaInterp ? init.interpCommand(o.apparmor,
+          bootcache.bootBin(st.initDir, this.#kern, o, (go) => (compileBoot = go)))
+          : init.coldCommand(command, o.apparmor);
       const { argv, timeoutS, flagsKey } = boxArgv(o, {
         kern: this.#kern, name, workspace: st.ws, isSetup,
         // (No await unless depsReadonly: a call's path has no turn to spare.)
@@ -440,6 +446,7 @@ class Sandbox {
         if (cancelled) binding.forgetGroup(cancelKey);
         // Off the call's path: the caller has its result first.
         if (kind !== null && !isSetup) setImmediate(() => this.#refillPool(st, kind));
+        if (compileBoot !== null) setImmediate(compileBoot);
       }
       if (terms !== null && o.memoryMb !== null && raw.startedCount >= 2 && !raw.settledEarly)
         capBytes.set(terms.capKey, raw.started[1]); // a fact of this host and kern
@@ -616,10 +623,13 @@ class Sandbox {
     const o = this.#callOptions({});
     const name = boxName();
     const envFile = envFileContent(o.env);
+    let compileBoot = null; // once the kernel is up, as the pool's refill
     const { argv, flagsKey } = boxArgv({ ...o, timeoutS: KERNEL_BACKSTOP_S - 5 }, {
       kern: this.#kern, name, workspace: st.ws, isSetup: false,
       depsDirExists: depsDirExistsSync(st, o), envFd: binding.ENV_FD,
-      command: init.interpCommand(o.apparmor), initDir: st.initDir,
+      command: init.interpCommand(o.apparmor,
+        bootcache.bootBin(st.initDir, this.#kern, o, (go) => (compileBoot = go))),
+      initDir: st.initDir,
     });
     const ready = claim && st.pool !== null
       ? st.pool.take("python", this.#poolKey(o, flagsKey, envFile), 3600 * 1000) : null;
@@ -631,7 +641,8 @@ class Sandbox {
     st.trackParked(box, { runsCode: true });
     // The pool refills once the kernel is up: a box started meanwhile would
     // take the CPU the kernel's start needs.
-    return { box, claimed: ready !== null, refill: () => this.#refillPool(st, "python") };
+    return { box, claimed: ready !== null, refill: () => this.#refillPool(st, "python"),
+      started: () => compileBoot?.() };
   }
 
   /** For the project's tests and bench (lib/internal.js). */

@@ -29,6 +29,8 @@ async function watchClosesSettled() {
   // report (they hold descriptors and are children until they exit).
   // Polled on a timer: these ends hold no reference on the loop.
   while (binding.tailBoxes() > 0 || dyingParked.size > 0) await new Promise((r) => setTimeout(r, 2));
+  // And a compile of the boot's bytecode under way (its own session).
+  await require("./bootcache").compilesSettled();
 }
 
 /** A fresh cancellation key for one call's box. */

@@ -46,10 +46,23 @@ _KS_LAZY = {}
 _KS_STATE = {}
 
 
-def _ks_lazy(name):
+def _ks_lazy(name, hidden=False):
+    """The interpreter's own module name, imported once, never a module of
+    the code's directory: sys.path[0] ('', the workspace) is left out while
+    it loads, so a workspace's json.py or resource.py runs only where
+    `python3 -c` would run it (the code imports it). hidden: out of
+    sys.modules afterwards (a single module, loaded while a box waits)."""
     module = _KS_LAZY.get(name)
     if module is None:
-        module = _KS_LAZY[name] = __import__(name)
+        path = sys.path[:]
+        if path[:1] == [""]:
+            del sys.path[0]
+        try:
+            module = _KS_LAZY[name] = __import__(name)
+        finally:
+            sys.path[:] = path
+        if hidden:
+            del sys.modules[name]
     return module
 
 
@@ -386,8 +399,7 @@ def _ks_take(main):
         # The final DONE's usage (see _ks_done); kept here, not in
         # sys.modules, where `python3 -c` would not have it.
         try:
-            _KS_LAZY["resource"] = __import__("resource")
-            del sys.modules["resource"]
+            _ks_lazy("resource", hidden=True)
         except ImportError:
             pass
     try:
@@ -611,7 +623,7 @@ def _ks_kernel(channel, main, body):
     driver["kernel"]({
         "fd": channel.fd, "Channel": _KsChannel, "Results": _ks_results_class(), "main": main,
         "mode": mode, "checkpoints": checkpoints, "compile": _ks_compile,
-        "strip": _ks_strip, "high_fd": _ks_high_fd, "boot": _KS_OWN,
+        "strip": _ks_strip, "high_fd": _ks_high_fd, "boot": _KS_OWN, "lazy": _ks_lazy,
     })
     os._exit(0)
 

@@ -106,6 +106,7 @@ class Kernel:
         self.compile = kit["compile"]
         self.strip = kit["strip"]
         self.high_fd = kit["high_fd"]
+        self.lazy = kit["lazy"]  # the interpreter's own modules, never the workspace's
         self.ours = (globals(), kit["boot"])
         self.armed = False  # user code runs: SIGINT may interrupt it
         # Never interrupted: this file's frames, and the boot's sending (a
@@ -305,11 +306,11 @@ class Kernel:
         # process's number the cell it took (0: none), for its parent's
         # ENDED. The live line is at most checkpoints + 2 long, so numbers
         # modulo its size never meet.
-        self.poller = __import__("select").poll()
+        self.poller = self.lazy("select").poll()
         self.poller.register(self.channel.fd, 1)  # POLLIN (and HUP at EOF)
         self.slots = min(self.checkpoints, 1 << 16) + 3
-        self.shared = memoryview(__import__("mmap").mmap(-1, 8 * (SLOTS + self.slots))).cast("q")
-        self.prctl = __import__("ctypes").CDLL(None, use_errno=True).prctl
+        self.shared = memoryview(self.lazy("mmap").mmap(-1, 8 * (SLOTS + self.slots))).cast("q")
+        self.prctl = self.lazy("ctypes").CDLL(None, use_errno=True).prctl
         # The process that got KERNEL stays the box's workload (the init
         # ends the box when it exits) until every state is gone: each holds
         # the write end of this pipe, close-on-exec so that no subprocess of

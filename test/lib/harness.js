@@ -50,9 +50,16 @@ function isPrewarmBox(argv) {
   return /\/ks-init$/.test(cmd[0] ?? "") && cmd.includes("--wait");
 }
 
+/** Whether a recorded box compiled the boot's bytecode (lib/bootcache.js):
+ * a box of the package's own, started after a call. */
+function isCompileBox(argv) {
+  const cmd = boxCommand(argv);
+  return cmd[0] === "python3" && cmd[1] === "-I" && cmd[2] === "-S";
+}
+
 /** The kern argv of the box started last (or of the box called name);
  * prewarm boxes, started ahead of calls, are passed over unless asked for
- * with { prewarm: true }. */
+ * with { prewarm: true }, and boxes that compiled the boot always. */
 function recordedArgv(name, { prewarm = false } = {}) {
   const dir = stateDir();
   if (!name) {
@@ -61,7 +68,8 @@ function recordedArgv(name, { prewarm = false } = {}) {
     const boxes = fs.readdirSync(dir).filter((f) => f.endsWith(".argv")).map((f) => f.slice(0, -".argv".length))
       .map((box) => ({ box, t: BigInt(fs.readFileSync(path.join(dir, `${box}.started`), "utf8")) }))
       .sort((a, b) => (a.t < b.t ? 1 : a.t > b.t ? -1 : 0))
-      .filter(({ box }) => prewarm || !isPrewarmBox(readArgv(dir, box)));
+      .filter(({ box }) => (prewarm || !isPrewarmBox(readArgv(dir, box))) &&
+        !isCompileBox(readArgv(dir, box)));
     if (boxes.length === 0) throw new Error("no box recorded");
     name = boxes[0].box;
   }
@@ -295,7 +303,7 @@ function cleanup() {
 }
 
 module.exports = {
-  repo, testRoot, fakeKern, stateDir, recordedArgv, boxCommand, isPrewarmBox, cpuTicks, clearState, tmpDir, children,
+  repo, testRoot, fakeKern, stateDir, recordedArgv, boxCommand, isPrewarmBox, isCompileBox, cpuTicks, clearState, tmpDir, children,
   processes, processesUsing, processesWith, processesIn, openFds, sleep, waitFor, skip, cleanup,
   addonFlavour, childAddonFlavour, underSanitizer, startWait, jsBound, killAll, mountTmpfs, umount, have, exitOf, closeOf, firstOutput, note, privateKern,
   tmpAfterSweep,

@@ -1,0 +1,108 @@
+"use strict";
+
+// The boot's bytecode, per kern and image: compiling python-boot.py costs
+// every interpreter box 4-6 ms (measured in a real kern box); loading its
+// marshalled code ~0.1 ms (lib/inbox/python-load.py). The code is compiled
+// once per process, kern and image, by a box of its own that runs nothing
+// but lib/inbox/python-compile.py under `python3 -I -S`, with no session's
+// environment, mounts, network or workspace: a box that ran a session's
+// code, or started with its settings (PYTHONPATH, LD_PRELOAD, a mount over
+// the stdlib), could hand every later box of the process (every session)
+// code of its choosing, so none of them may compile it. The host writes the
+// result to the init directory, which boxes mount read-only.
+//
+// Compiled when a key's second interpreter box starts, after that call: a
+// process that starts one Python box never pays for a compile box.
+const crypto = require("crypto");
+const fs = require("fs");
+const os = require("os");
+const path = require("path");
+const { BOX_DIR, BOOT_SOURCE } = require("./init");
+
+const COMPILER = fs.readFileSync(path.join(__dirname, "inbox", "python-compile.py"), "utf8");
+
+// `${initDir}\0${kern}\0${image}` -> "seen" (one box started), "compiling",
+// "ready" or "failed" (no retry in this process: boxes compile the text).
+const states = new Map();
+const compiling = new Set(); // their promises, for compilesSettled()
+const workspaces = new Set(); // compile boxes' workspaces, removed at exit too
+
+/** The file name of the boot's bytecode for boxes of this kern and image. */
+function binName(kern, image) {
+  const hash = crypto.createHash("sha256").update(`${kern}\0${image}`).digest("hex");
+  return `boot-${hash.slice(0, 24)}.bin`;
+}
+
+/**
+ * A Python interpreter box of this kern and image is starting: the in-box
+ * path of its boot's bytecode (there or not, python-load.py copes). On the
+ * key's second box, the compile starts once the caller's call has settled
+ * (whenSettled). o: the session's normalized options, for what a box needs
+ * to start on this host at all (enforceLimits, apparmor); none of its
+ * environment, mounts or workspace reach the compile box.
+ */
+function bootBin(initDir, kern, o, whenSettled) {
+  const key = `${initDir}\0${kern}\0${o.image}`;
+  const state = states.get(key);
+  if (state === undefined) states.set(key, "seen");
+  else if (state === "seen") {
+    states.set(key, "compiling");
+    const p = new Promise((resolve) => whenSettled(resolve))
+      .then(() => compile(initDir, kern, o))
+      .then((ok) => states.set(key, ok ? "ready" : "failed"))
+      .finally(() => compiling.delete(p));
+    compiling.add(p);
+  }
+  return `${BOX_DIR}/${binName(kern, o.image)}`;
+}
+
+/** Runs the compile box; writes the bytecode into initDir under kern's and
+ * the image's name. Never throws. */
+async function compile(initDir, kern, o) {
+  const { Sandbox } = require("./sandbox"); // (a cycle: sandbox.js needs this file)
+  let ws = null;
+  let sbx = null;
+  try {
+    ws = fs.mkdtempSync(path.join(os.tmpdir(), "kern-boot-compile-"));
+    if (workspaces.size === 0) process.once("exit", removeWorkspaces);
+    workspaces.add(ws);
+    sbx = new Sandbox({ image: o.image, workspace: ws, enforceLimits: o.enforceLimits,
+      ...(o.apparmor !== null ? { apparmor: o.apparmor } : {}),
+      prewarm: 0, results: false, trackFiles: false });
+    await sbx.open();
+    const r = await sbx.run(["python3", "-I", "-S", "-c", COMPILER, `${BOX_DIR}/${BOOT_SOURCE}`]);
+    const nl = r.stdout.indexOf("\n");
+    const hex = r.stdout.slice(nl + 1);
+    if (r.exitCode !== 0 || r.fault !== null || r.truncated || nl <= 0 ||
+        hex.length === 0 || hex.length % 2 !== 0 || !/^[0-9a-f]+$/.test(hex))
+      return false;
+    const data = Buffer.concat([Buffer.from(r.stdout.slice(0, nl + 1), "utf8"), Buffer.from(hex, "hex")]);
+    // Whole or not at all: a box may open it at any moment.
+    const file = path.join(initDir, binName(kern, o.image));
+    const tmp = `${file}.${crypto.randomBytes(6).toString("hex")}.tmp`;
+    fs.writeFileSync(tmp, data, { mode: 0o400 });
+    fs.renameSync(tmp, file);
+    return true;
+  } catch {
+    return false;
+  } finally {
+    if (sbx !== null) await sbx.close().catch(() => {});
+    if (ws !== null) removeWorkspace(ws);
+  }
+}
+
+function removeWorkspace(ws) {
+  fs.rmSync(ws, { recursive: true, force: true });
+  workspaces.delete(ws);
+}
+
+function removeWorkspaces() {
+  for (const ws of workspaces) removeWorkspace(ws);
+}
+
+/** Settles once no compile runs (for the tests' census). */
+async function compilesSettled() {
+  while (compiling.size > 0) await Promise.allSettled([...compiling]);
+}
+
+module.exports = { bootBin, binName, compilesSettled };
