@@ -356,6 +356,13 @@ def _ks_boot():
     # the stack as the old boot ran it (RecursionError comes where it did).
     main = sys.modules["__main__"].__dict__
     channel, src, results, lines = _ks_take(main)
+    # What the start-up and the boot made goes to the oldest generation
+    # (freeze then unfreeze: two list splices, no traversal), so that the
+    # young collection at the end looks at the code's objects alone. A cold
+    # box has not collected since its start: that collection walked the
+    # start-up's objects, 0.3-0.6 ms in a box here.
+    gc.freeze()
+    gc.unfreeze()
     # Whether anything the code allocates reaches the oldest generation.
     oldest = (gc.get_count()[2], gc.get_stats()[2]["collections"])
     try:
