@@ -49,7 +49,7 @@ function findKern(env = process.env) {
       throw new SandboxError(`KERN_BIN must be an absolute path, got ${JSON.stringify(file)}`);
     const problem = checkKernFile(file, "KERN_BIN");
     if (problem) throw new SandboxError(`${problem}; ${HOW_TO_GET_KERN}`);
-    return fs.realpathSync(file);
+    return fs.realpathSync.native(file);
   }
   // Relative entries ('.', '', 'bin') would make the answer depend on the
   // current directory, which may well be a workspace a box can write.
@@ -57,7 +57,7 @@ function findKern(env = process.env) {
   for (const dir of dirs) {
     const cand = path.join(dir, "kern");
     if (fs.existsSync(cand) && checkKernFile(cand, "PATH entry") === null)
-      return fs.realpathSync(cand);
+      return fs.realpathSync.native(cand);
   }
   throw new SandboxError(`the kern binary was not found on PATH; ${HOW_TO_GET_KERN}`);
 }

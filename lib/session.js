@@ -38,6 +38,16 @@ function newCancelKey() {
   return nextGroup++;
 }
 
+/** rmdir(2) of dir; whether it went. */
+function rmdirQuiet(dir) {
+  try {
+    fs.rmdirSync(dir);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 class Session {
   /** ws: the workspace's real path; ownWs: created by open(), removed at
    * close(); rootfd, kernFd: held descriptors; watch: the engine's watch. */
@@ -145,10 +155,14 @@ class Session {
         closing.then(() => watchCloses.delete(closing));
       }
       this.watch = null;
-      if (this.ownWs && this.rootfd >= 0) {
-        // Beneath the held descriptor, never following a link a box planted.
+      // An empty workspace (what most one-shot calls leave) goes in one
+      // system call: rmdir never follows a link, and no box is left to
+      // write in it. Anything else goes beneath the held descriptor, never
+      // following a link a box planted, on a worker thread (a box can leave
+      // millions of entries), then the directory itself.
+      if (this.ownWs && this.rootfd >= 0 && !rmdirQuiet(this.ws)) {
         await this.withRoot((fd) => binding.wsRemoveTree(fd), { teardown: true }).catch(() => {});
-        await fs.promises.rmdir(this.ws).catch(() => {});
+        rmdirQuiet(this.ws); // one that fails leaves the workspace, as before
       }
       await parkedGone;
     } finally {
