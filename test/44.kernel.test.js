@@ -439,7 +439,7 @@ describe("code interpreter: the kernel (issue 14)", function () {
         await s.close();
       }
       await watchClosesSettled();
-      assert.strictEqual(binding.liveBoxes(), 0);
+      assert.strictEqual(await h.settledLiveBoxes(), 0);
     });
 
     for (const ending of ["process.exit(0)", "process.kill(process.pid, 'SIGKILL')"]) {
@@ -476,7 +476,7 @@ describe("code interpreter: the kernel (issue 14)", function () {
         await s.close();
       }
       await watchClosesSettled();
-      assert.strictEqual(binding.liveBoxes(), 0);
+      assert.strictEqual(await h.settledLiveBoxes(), 0);
       assert.ok(await h.waitFor(() => h.openFds() <= fds0, 3000), `fds ${h.openFds()} > ${fds0}`);
     });
   });

@@ -102,6 +102,6 @@ describe("a misbehaving kern", function () {
     // Each `kern stop` logs its call first; the runs resolve without waiting for it.
     assert.ok(await h.waitFor(() => stopLines() - stopsBefore >= 8, h.startWait(5000)),
       `kern stop ran for each box: ${stopLines() - stopsBefore} of 8`);
-    assert.strictEqual(binding.liveBoxes(), 0);
+    assert.strictEqual(await h.settledLiveBoxes(), 0);
   });
 });

@@ -50,6 +50,14 @@ function isPrewarmBox(argv) {
   return /\/ks-init$/.test(cmd[0] ?? "") && cmd.includes("--wait");
 }
 
+/** The engine's live boxes once no compile of the boot's bytecode runs
+ * (lib/bootcache.js: a box of the package's own, which a test's second
+ * Python box of an image starts after that call). */
+async function settledLiveBoxes() {
+  await require("../../lib/bootcache").compilesSettled();
+  return require("../../lib/binding").liveBoxes();
+}
+
 /** Whether a recorded box compiled the boot's bytecode (lib/bootcache.js):
  * a box of the package's own, started after a call. */
 function isCompileBox(argv) {
@@ -303,7 +311,7 @@ function cleanup() {
 }
 
 module.exports = {
-  repo, testRoot, fakeKern, stateDir, recordedArgv, boxCommand, isPrewarmBox, isCompileBox, cpuTicks, clearState, tmpDir, children,
+  repo, testRoot, fakeKern, stateDir, recordedArgv, boxCommand, isPrewarmBox, isCompileBox, settledLiveBoxes, cpuTicks, clearState, tmpDir, children,
   processes, processesUsing, processesWith, processesIn, openFds, sleep, waitFor, skip, cleanup,
   addonFlavour, childAddonFlavour, underSanitizer, startWait, jsBound, killAll, mountTmpfs, umount, have, exitOf, closeOf, firstOutput, note, privateKern,
   tmpAfterSweep,
