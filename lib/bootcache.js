@@ -18,6 +18,7 @@ const fs = require("fs");
 const os = require("os");
 const path = require("path");
 const { BOX_DIR, BOOT_SOURCE } = require("./init");
+const { NO_CAP_WARNING } = require("./warnings");
 
 const COMPILER = fs.readFileSync(path.join(__dirname, "inbox", "python-compile.py"), "utf8");
 
@@ -73,9 +74,11 @@ async function compile(initDir, kern, o) {
     ws = fs.mkdtempSync(path.join(os.tmpdir(), "kern-boot-compile-"));
     if (workspaces.size === 0) process.once("exit", removeWorkspaces);
     workspaces.add(ws);
+    // (No warning of its own about caps: the box is the package's, and a
+    // caller who runs without a memory cap must not hear about ours.)
     sbx = new Sandbox({ image: o.image, workspace: ws, enforceLimits: o.enforceLimits,
       ...(o.apparmor !== null ? { apparmor: o.apparmor } : {}),
-      prewarm: 0, results: false, trackFiles: false });
+      prewarm: 0, results: false, trackFiles: false, [NO_CAP_WARNING]: true });
     await sbx.open();
     const r = await sbx.run(["python3", "-I", "-S", "-c", COMPILER, `${BOX_DIR}/${BOOT_SOURCE}`]);
     const nl = r.stdout.indexOf("\n");

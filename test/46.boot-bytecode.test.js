@@ -175,6 +175,24 @@ describe("the boot's bytecode (issue 16: the one-shot's cost)", function () {
     }
   });
 
+  it("the compile box warns of nothing: a caller without a memory cap hears of none", function () {
+    const codes = (memoryMb) => execFileSync(process.execPath, ["-e", `
+      const { Sandbox } = require(${JSON.stringify(h.repo)});
+      const seen = [];
+      process.on("warning", (w) => seen.push(w.code));
+      (async () => {
+        const s = await new Sandbox({ image: "fake:mem-unenforced", memoryMb: ${memoryMb},
+          prewarm: 0 }).open();
+        for (let i = 0; i < 3; i++) await s.runCode("1");
+        await require(${JSON.stringify(path.join(h.repo, "lib", "bootcache"))}).compilesSettled();
+        await s.close();
+        setImmediate(() => process.stdout.write(JSON.stringify(seen)));
+      })();`], { encoding: "utf8", env: process.env, timeout: 30000 });
+    assert.deepStrictEqual(JSON.parse(codes("null")), []);
+    // Positive control: the caller's own capped boxes do warn, once.
+    assert.deepStrictEqual(JSON.parse(codes("512")), ["KERN_SANDBOX_MEMORY_NOT_ENFORCED"]);
+  });
+
   it("a process that exits while a compile runs leaves no compile workspace", async function () {
     await watchClosesSettled(); // (this process's own compiles)
     const out = execFileSync(process.execPath, ["-e", `
