@@ -27,6 +27,7 @@ const COMPILER = fs.readFileSync(path.join(__dirname, "inbox", "python-compile.p
 const states = new Map();
 const compiling = new Set(); // their promises, for compilesSettled()
 const workspaces = new Set(); // compile boxes' workspaces, removed at exit too
+let exitHook = false;
 
 const names = new Map(); // `${kern}\0${image}` -> binName's answer (a hash per call costs ~15 us)
 
@@ -72,7 +73,8 @@ async function compile(initDir, kern, o) {
   let sbx = null;
   try {
     ws = fs.mkdtempSync(path.join(os.tmpdir(), "kern-boot-compile-"));
-    if (workspaces.size === 0) process.once("exit", removeWorkspaces);
+    if (!exitHook) process.once("exit", removeWorkspaces);
+    exitHook = true;
     workspaces.add(ws);
     // (No warning of its own about caps: the box is the package's, and a
     // caller who runs without a memory cap must not hear about ours.)

@@ -126,17 +126,8 @@ function removeAll() {
 }
 
 function removeInitDir(dir) {
-  if (dir === null) return;
-  try {
-    fs.unlinkSync(path.join(dir, "ks-init"));
-  } catch {
-    // already gone, or never copied
-  }
-  try {
-    fs.rmdirSync(dir);
-  } catch {
-    fs.rmSync(dir, { recursive: true, force: true });
-  }
+  // The init, the boot's text and its bytecode files (lib/bootcache.js).
+  if (dir !== null) fs.rmSync(dir, { recursive: true, force: true });
 }
 
 /** Our own kern-init-NS-PID-* directories of this PID namespace whose

@@ -8,6 +8,7 @@
 // descriptors.
 const fs = require("fs");
 const binding = require("./binding");
+const bootcache = require("./bootcache");
 const { kernEnv } = require("./kern");
 const { SandboxError } = require("./errors");
 
@@ -30,7 +31,7 @@ async function watchClosesSettled() {
   // Polled on a timer: these ends hold no reference on the loop.
   while (binding.tailBoxes() > 0 || dyingParked.size > 0) await new Promise((r) => setTimeout(r, 2));
   // And a compile of the boot's bytecode under way (its own session).
-  await require("./bootcache").compilesSettled();
+  await bootcache.compilesSettled();
 }
 
 /** A fresh cancellation key for one call's box. */
