@@ -1,13 +1,14 @@
 /* ks-init: the box's first process, between kern and the workload.
  *
  *   ks-init [--apparmor NAME] --exec -- CMD...    start CMD now (a cold box)
- *   ks-init [--apparmor NAME] --wait              exec the argv of the host's
- *                                                 spec frame (a prewarmed box)
- *   ks-init [--apparmor NAME] --wait --pre -- CMD...
- *                                                 start CMD now with the read
- *                                                 end of a pipe on fd 3, and
- *                                                 pass it the code of the spec
- *                                                 (an interpreter started ahead)
+ *   ks-init [--apparmor NAME] --wait              fork the workload now; it
+ *                                                 execs the argv of the host's
+ *                                                 spec frame when that comes
+ *                                                 (a prewarmed box)
+ *   ks-init [--apparmor NAME] --interp -- CMD...  start CMD now with one end of
+ *                                                 the interpreter socket on
+ *                                                 fd 3, and pass the host the
+ *                                                 other (a Python box)
  *
  * It starts the workload as its child (in a session of its own), reaps
  * everything, and once the workload has exited kills and reaps whatever the
@@ -32,6 +33,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -96,16 +98,13 @@ static void exec_failed(const char *cmd, int errnum, const char *apparmor) {
   _exit(errnum == EACCES ? 126 : 127);
 }
 
-/* Forks the workload with the signal dispositions kern gave the init, and
- * code_fd on fd 3 if given. As PID 1 of the box it gets a session of its own
- * (so its `kill 0` stays within it): the namespace ends everything at the
- * end. Outside one (the test double) it stays in kern's process group, which
- * the host kills at a deadline, and dies with the init. */
-static pid_t start_workload(char **argv, int code_fd, const char *apparmor, bool pid1) {
-  pid_t parent = getpid();
-  pid_t pid = fork();
-  if (pid != 0)
-    return pid;
+/* In the workload's process, before its exec: the signal dispositions kern
+ * gave the init, code_fd on fd 3 if given. As PID 1 of the box the init
+ * gives it a session of its own (so its `kill 0` stays within it): the
+ * namespace ends everything at the end. Outside one (the test double) it
+ * stays in kern's process group, which the host kills at a deadline, and
+ * dies with the init. */
+static void prepare_workload(int code_fd, pid_t parent, bool pid1) {
   for (size_t i = 0; i < NCHANGED; i++)
     (void) sigaction(changed_signals[i], &inherited[i], NULL);
   if (pid1) {
@@ -117,8 +116,21 @@ static pid_t start_workload(char **argv, int code_fd, const char *apparmor, bool
   if (code_fd == KS_INIT_CODE_FD ? fcntl(code_fd, F_SETFD, 0) < 0
       : code_fd >= 0 && dup2(code_fd, KS_INIT_CODE_FD) < 0)
     _exit(KS_INIT_SETUP_FAILED);
+}
+
+static void exec_workload(char **argv, const char *apparmor) {
   execvp(argv[0], argv);
   exec_failed(argv[0], errno, apparmor);
+}
+
+/* Forks the workload and starts cmd in it now. */
+static pid_t start_workload(char **argv, int code_fd, const char *apparmor, bool pid1) {
+  pid_t parent = getpid();
+  pid_t pid = fork();
+  if (pid != 0)
+    return pid;
+  prepare_workload(code_fd, parent, pid1);
+  exec_workload(argv, apparmor);
   return -1;
 }
 
@@ -201,6 +213,32 @@ static void send_frame(int ch, uint32_t type, const void *body, uint32_t len, co
   while (n < 0 && errno == EINTR);
   if (n > 0 && (size_t) n < total)
     (void) write_full(ch, frame + n, total - (size_t) n);
+}
+
+/* A prewarmed box's workload, forked while the box waits for its call, so
+ * that the fork and the child's setup are off the call's path: the child
+ * reads the host's spec itself, marks *taken (a page it shares with the
+ * init), says TAKEN and execs the spec's argv. A child that ends without
+ * marking it never ran anything: the host recycled the box (EOF) or sent
+ * something malformed. The channel is close-on-exec, so the workload never
+ * has it. */
+static pid_t start_waiting_workload(int ch, const char *apparmor, bool pid1,
+                                    volatile uint32_t *taken) {
+  pid_t parent = getpid();
+  pid_t pid = fork();
+  char *body = NULL;
+  size_t len = 0;
+  char **spec_argv = NULL;
+
+  if (pid != 0)
+    return pid;
+  prepare_workload(-1, parent, pid1);
+  if (!read_spec(ch, &body, &len) || ks_init_split_argv(body, len, &spec_argv) < 1)
+    _exit(0);
+  *taken = 1;
+  send_frame(ch, KS_INIT_TAKEN, NULL, 0, NULL, 0);
+  exec_workload(spec_argv, apparmor);
+  return -1;
 }
 
 /* Outside a PID namespace of its own: SIGKILLs every child it has (its
@@ -294,6 +332,7 @@ int main(int argc, char **argv) {
   struct ks_init_report rep;
   int status = 0;
   pid_t pid = -1;
+  volatile uint32_t *taken = NULL; /* a prewarmed box's: its child took the spec */
   bool pid1 = getpid() == 1;
 
   for (int i = 1; i < argc; i++) {
@@ -367,13 +406,10 @@ int main(int argc, char **argv) {
     }
     close(sp[0]);
   } else if (wait_spec) {
-    char *body = NULL;
-    size_t len = 0;
-    char **spec_argv = NULL;
-    if (!read_spec(ch, &body, &len) || ks_init_split_argv(body, len, &spec_argv) < 1)
-      _exit(0); /* recycled unused (or a broken host): nothing ran, nothing to say */
-    send_frame(ch, KS_INIT_TAKEN, NULL, 0, NULL, 0);
-    pid = start_workload(spec_argv, -1, apparmor, pid1);
+    taken = mmap(NULL, sizeof *taken, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (taken == MAP_FAILED)
+      setup_failed("mmap");
+    pid = start_waiting_workload(ch, apparmor, pid1, taken);
   } else {
     pid = start_workload(cmd, -1, apparmor, pid1);
   }
@@ -392,6 +428,8 @@ int main(int argc, char **argv) {
   }
   workload_pid = -1;
   kill_leftovers(pid1);
+  if (taken != NULL && !*taken)
+    _exit(0); /* recycled unused (or a broken host): nothing ran, nothing to say */
 
   fill_report(&rep, status);
   send_frame(ch, KS_INIT_REPORT, &rep, sizeof rep, NULL, 0);

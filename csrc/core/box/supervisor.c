@@ -376,16 +376,17 @@ static bool ks__end_inline(struct ks_box *box) {
  * proportion to the output (the ASCII pass, decoding), which must never
  * hold the supervisor's deadlines. */
 static void ks__after_box(struct ks_sup *sup, struct ks_box *box) {
-  if (box->claimed != NULL) {
-    struct ks_box *p = box->claimed;
-    box->claimed = NULL;
-    ks__after_box(sup, p);
-  }
-  if (ks__end_inline(box)) {
+  struct ks_box *p = box->claimed;
+
+  box->claimed = NULL;
+  if (ks__end_inline(box))
     sup->hooks.on_done(sup->ctx, box);
-    return;
-  }
-  ks__scanner_push(sup, box, KS__SCAN_AFTER);
+  else
+    ks__scanner_push(sup, box, KS__SCAN_AFTER);
+  /* The parked run the call took, after the call: the JS thread settles
+   * the call first. */
+  if (p != NULL)
+    ks__after_box(sup, p);
 }
 
 /* ---- boxes ------------------------------------------------------------- */
@@ -668,7 +669,8 @@ static void ks__usage_from_report(struct ks_box *box, const struct ks_init_repor
   box->res.usage.ru_maxrss = (long) rep->maxrss_kb;
 }
 
-static void ks__tail_adopt(struct ks_sup *sup, struct ks_box *box, uint64_t now);
+static struct ks__tail *ks__tail_adopt(struct ks_sup *sup, struct ks_box *box, uint64_t now);
+static void ks__tail_arm(struct ks_sup *sup, struct ks__tail *t);
 
 /* The init reported: every process of the box is dead, so every byte they
  * wrote is in our pipes. Settle now, and leave kern's teardown to a tail.
@@ -677,6 +679,7 @@ static void ks__tail_adopt(struct ks_sup *sup, struct ks_box *box, uint64_t now)
 static void ks__settle_early(struct ks_sup *sup, struct ks_box *box, uint64_t now) {
   const struct ks_init_report *rep = box->final_done ? &box->final_rep : &box->chan.rep;
   int code = ks_chan_exit_code(rep);
+  struct ks__tail *tail;
 
   ks__ip_drain(sup, box, now); /* results and the TAKEN sent before the exit */
   ks__ip_box_end(sup, box, "the kernel's interpreter exited");
@@ -690,9 +693,10 @@ static void ks__settle_early(struct ks_sup *sup, struct ks_box *box, uint64_t no
   ks__usage_from_report(box, rep);
   box->res.duration_ns = now - box->start_ns;
   box->res.settled_early = true;
-  ks__tail_adopt(sup, box, now);
+  tail = ks__tail_adopt(sup, box, now);
   ks__live_unlink(sup, box);
-  ks__after_box(sup, box);
+  ks__after_box(sup, box); /* the call first: arming the tail is 5 syscalls */
+  ks__tail_arm(sup, tail);
 }
 
 /* Descriptors that came with bytes of the channel: the first two are kept
@@ -799,6 +803,16 @@ static bool ks__adopt_parked(struct ks_sup *sup, struct ks_box *box) {
   if (p == NULL || p->exited || p->killed || p->ctl < 0 || ks__box_cancelled(sup, p))
     return false;
   now = ks__now_ns();
+  /* The call's message first: the box starts it while we move the watches. */
+  box->ctl = p->ctl;
+  p->ctl = -1;
+  box->ctl_out = false;
+  box->ctl_watch.kind = KS__W_CTL;
+  box->ctl_watch.owner = box;
+  ks__send_spec(sup, box);
+  ks__ip_adopt(sup, box, p); /* a Python box's RUN */
+  if (!box->ctl_out && box->ctl >= 0)
+    (void) ks__watch_mod(sup, box->ctl, &box->ctl_watch, EPOLLIN);
   box->proc = p->proc;
   p->proc = (struct ks_proc) KS_PROC_INIT;
   for (int i = 0; i < KS__BOX_PIPES; i++) {
@@ -814,12 +828,6 @@ static bool ks__adopt_parked(struct ks_sup *sup, struct ks_box *box) {
   box->watch[KS__BOX_PIPES].kind = KS__W_PIDFD;
   box->watch[KS__BOX_PIPES].owner = box;
   (void) ks__watch_mod(sup, box->proc.pidfd, &box->watch[KS__BOX_PIPES], EPOLLIN);
-  box->ctl = p->ctl;
-  p->ctl = -1;
-  box->ctl_out = false;
-  box->ctl_watch.kind = KS__W_CTL;
-  box->ctl_watch.owner = box;
-  (void) ks__watch_mod(sup, box->ctl, &box->ctl_watch, EPOLLIN);
   box->chan = p->chan;
   for (int i = 0; i < 2; i++) {
     box->pending_fd[i] = p->pending_fd[i];
@@ -827,7 +835,6 @@ static bool ks__adopt_parked(struct ks_sup *sup, struct ks_box *box) {
   }
   box->workload_pidfd = p->workload_pidfd;
   p->workload_pidfd = -1;
-  ks__ip_adopt(sup, box, p);
   /* What kern printed while the box started belongs to this call. */
   for (int s = 0; s < 2; s++) {
     struct ks_outbuf mine = box->res.out[s];
@@ -853,7 +860,6 @@ static bool ks__adopt_parked(struct ks_sup *sup, struct ks_box *box) {
   box->res.prewarmed = true;
   ks__live_unlink(sup, p);
   ks__live_link(sup, box);
-  ks__send_spec(sup, box);
   /* The parked run settles with nothing of its own: a kernel's now, a
    * call's with the call (waking the JS thread while the call runs cost
    * 1-2 ms in a third of prewarmed calls here: it shares two CPUs with the
@@ -894,7 +900,10 @@ static void ks__tail_free(struct ks_sup *sup, struct ks__tail *t) {
   atomic_fetch_sub(&sup->tail_count, 1);
 }
 
-static void ks__tail_adopt(struct ks_sup *sup, struct ks_box *box, uint64_t now) {
+/* Moves kern's process and descriptors out of a box whose call settles at
+ * the report into a tail (NULL: no memory, kern killed instead); arm it
+ * with ks__tail_arm. */
+static struct ks__tail *ks__tail_adopt(struct ks_sup *sup, struct ks_box *box, uint64_t now) {
   struct ks__tail *t = calloc(1, sizeof *t);
   char *path = t != NULL ? strdup(box->req.path) : NULL;
 
@@ -909,7 +918,7 @@ static void ks__tail_adopt(struct ks_sup *sup, struct ks_box *box, uint64_t now)
     ks__watch_close(sup, &box->ctl);
     if (box->req.stop_argv != NULL)
       ks__run_stop(sup, box->req.path, box->req.exec_fd, box->req.stop_argv, box->req.envp);
-    return;
+    return NULL;
   }
   t->path = path;
   t->proc = box->proc;
@@ -920,6 +929,23 @@ static void ks__tail_adopt(struct ks_sup *sup, struct ks_box *box, uint64_t now)
   }
   t->fd[KS__BOX_PIPES] = box->ctl;
   box->ctl = -1;
+  t->deadline_ns = now + KS__TAIL_GRACE_NS;
+  t->exec_fd = box->req.exec_fd;
+  box->req.exec_fd = 0;
+  t->stop_argv = box->req.stop_argv;
+  box->req.stop_argv = NULL;
+  t->envp = box->req.envp;
+  box->req.envp = NULL;
+  ks__tail_link(sup, t);
+  return t;
+}
+
+/* Points the tail's watches at it. Until then they still name the box it
+ * came from: only for the rest of a sweep, with no epoll_wait before this,
+ * so the call can be handed back first. */
+static void ks__tail_arm(struct ks_sup *sup, struct ks__tail *t) {
+  if (t == NULL)
+    return;
   for (int i = 0; i < KS__TAIL_FDS; i++) {
     t->watch[i].kind = KS__W_TAIL_FD;
     t->watch[i].owner = t;
@@ -929,14 +955,6 @@ static void ks__tail_adopt(struct ks_sup *sup, struct ks_box *box, uint64_t now)
   t->pid_watch.kind = KS__W_TAIL_PIDFD;
   t->pid_watch.owner = t;
   (void) ks__watch_mod(sup, t->proc.pidfd, &t->pid_watch, EPOLLIN);
-  t->deadline_ns = now + KS__TAIL_GRACE_NS;
-  t->exec_fd = box->req.exec_fd;
-  box->req.exec_fd = 0;
-  t->stop_argv = box->req.stop_argv;
-  box->req.stop_argv = NULL;
-  t->envp = box->req.envp;
-  box->req.envp = NULL;
-  ks__tail_link(sup, t);
 }
 
 /* Whatever kern or a dying box still writes goes nowhere; EOF closes. */
