@@ -78,6 +78,7 @@ class Sandbox {
   #engine; // "init" (the in-box init, lib/init.js) or "direct" (0.1.1's argv, for tests)
   #idleMs; // the pool's idle limit
   #seen = new Map(); // field list -> { snap: the fields' values, o: them normalized }
+  #flags = null; // the last call's box flags and keys, while the fields stay as they were
 
   constructor(opts = {}) {
     const o = normalizeOptions(opts);
@@ -302,6 +303,28 @@ class Sandbox {
     return o;
   }
 
+  /** A call's `kern box` flags (its argv between the box's name and the
+   * command), env file and keys. The same for every call while the public
+   * fields stay as they were (the options cache's entry is the same object)
+   * and the call overrides none of them: made once, then reused, for they
+   * cost a prewarmed call's path ~50 us of its ~1.5 ms. */
+  #boxFlags(st, o, call, isSetup, depsDirExists) {
+    const entry = !isSetup && !depsDirExists && call.timeoutS === undefined &&
+      call.env === undefined ? this.#seen.get(CALL_FIELDS) : undefined;
+    const f = this.#flags;
+    if (entry !== undefined && f !== null && f.entry === entry && f.st === st) return f;
+    const envFile = envFileContent(o.env);
+    const { argv, timeoutS, flagsKey } = boxArgv(o, {
+      kern: this.#kern, name: "", workspace: st.ws, isSetup, depsDirExists,
+      envFd: binding.ENV_FD, command: [], initDir: st.initDir,
+    });
+    const made = { entry, st, flags: argv.slice(3), envFile, timeoutS, flagsKey,
+      poolKey: this.#poolKey(o, flagsKey, envFile),
+      capKey: `${this.#kern}\0${o.enforceLimits}\0${o.image}` };
+    if (entry !== undefined) this.#flags = made;
+    return made;
+  }
+
   /** The pool's key for boxes started with these options (see Pool). */
   #poolKey(o, flagsKey, envFile) {
     return `${flagsKey}\0${o.enforceLimits}\0${envFile.toString("latin1")}`;
@@ -331,16 +354,25 @@ class Sandbox {
       initDir: st.initDir,
     });
     const parkKey = newCancelKey();
+    // A box that waits for an argv shares its channel: the call that takes
+    // it writes the argv there itself (#spawn).
+    const terms = { earlyCap: -1, spec: null, parkKey, claimKey: 0, run: null,
+      resultMax: resultMax(o), kernelKey: 0, shareChannel: kind !== "python" };
+    let done;
     try {
-      st.trackParked(binding.run(this.#kern, argv, st.kernEnvFor(o.enforceLimits), envFile,
+      done = binding.run(this.#kern, argv, st.kernEnvFor(o.enforceLimits), envFile,
         st.tmpdir, [this.#kern, "stop", name], timeoutS * 1000, o.maxOutputBytes, null, null,
-        null, st.group, st.kernFd, 0, { earlyCap: -1, spec: null, parkKey, claimKey: 0, run: null,
-          resultMax: resultMax(o), kernelKey: 0 }));
+        null, st.group, st.kernFd, 0, terms);
     } catch {
       return null; // the engine is shutting down (process.exit): no box ahead, calls start cold
     }
-    return { parkKey, kind, key: this.#poolKey(o, flagsKey, envFile),
-      backstopAt: Date.now() + (Math.ceil(timeoutS) + 5) * 1000 };
+    st.trackParked(done);
+    const box = { parkKey, kind, key: this.#poolKey(o, flagsKey, envFile),
+      backstopAt: Date.now() + (Math.ceil(timeoutS) + 5) * 1000,
+      channel: terms.channelFd ?? -1, done };
+    // Ours until a call sends on it, or the box ends (claimed, dropped, died).
+    done.then(() => closeChannel(box), () => closeChannel(box));
+    return box;
   }
 
   /** After a call: the pool back to `prewarm` boxes of the kind used last. */
@@ -386,7 +418,6 @@ class Sandbox {
     const out = await st.withRoot(async () => {
       const name = boxName();
       const withInit = st.initDir !== null;
-      const envFile = envFileContent(o.env);
       // A Python call's code for the interpreter (RUN), whichever box runs it.
       const run = withInit && code !== null && kind === "python"
         ? { code: Buffer.from(code, "utf8"), results: o.results } : null;
@@ -396,29 +427,27 @@ class Sandbox {
         : viaInterp ? init.interpCommand(o.apparmor,
           bootcache.bootBin(st.initDir, this.#kern, o, (go) => (compileBoot = go)))
           : init.coldCommand(command, o.apparmor);
-      const { argv, timeoutS, flagsKey } = boxArgv(o, {
-        kern: this.#kern, name, workspace: st.ws, isSetup,
-        // (No await unless depsReadonly: a call's path has no turn to spare.)
-        depsDirExists: o.depsReadonly ? await this.#depsDirExists(st, o) : false,
-        envFd: binding.ENV_FD, command: coldCommand, initDir: st.initDir,
-      });
+      // (No await unless depsReadonly: a call's path has no turn to spare.)
+      const depsDirExists = o.depsReadonly ? await this.#depsDirExists(st, o) : false;
+      const { flags, envFile, timeoutS, flagsKey, poolKey, capKey } =
+        this.#boxFlags(st, o, call, isSetup, depsDirExists);
+      const argv = [this.#kern, "box", name, ...flags, ...coldCommand];
       // The in-box init's terms: settle at its report when kern's cap byte
       // is known, and run in a prewarmed box started with these very options.
       let terms = null;
+      let ready = null; // the prewarmed box the call takes, if any
       if (withInit) {
         // (By image too: the double answers by its image name; a real kern
         // answers the same for all, and one more box per image learns it.)
-        const capKey = `${this.#kern}\0${o.enforceLimits}\0${o.image}`;
         terms = { earlyCap: o.memoryMb === null ? 0 : (capBytes.get(capKey) ?? -1),
           spec: null, parkKey: 0, claimKey: 0, capKey, run: viaInterp ? run : null,
           resultMax: resultMax(o), kernelKey: 0 };
-        const ready = kind === null || isSetup || cold ? null : st.pool.take(kind,
-          this.#poolKey(o, flagsKey, envFile),
-          (Math.ceil(timeoutS) + 5) * 1000);
+        ready = kind === null || isSetup || cold ? null
+          : st.pool.take(kind, poolKey, (Math.ceil(timeoutS) + 5) * 1000);
         if (ready !== null) {
           terms.claimKey = ready.parkKey;
           if (kind === "python") terms.run = run;
-          else terms.spec = init.specFrame(command);
+          else sendSpec(ready, init.specFrame(command), terms);
         }
       }
       // The session may have been closed during the awaits above; its group
@@ -452,6 +481,13 @@ class Sandbox {
         // Off the call's path: the caller has its result first.
         if (kind !== null && !isSetup) setImmediate(() => this.#refillPool(st, kind));
         if (compileBoot !== null) setImmediate(compileBoot);
+      }
+      // The claim's argv went to a box that ended before the engine could
+      // take it over: the call ran there if that box's init took the argv.
+      if (raw.missed) {
+        const parked = await ready.done.catch(() => null);
+        if (parked === null || !parked.taken) return null;
+        raw = parked;
       }
       if (terms !== null && o.memoryMb !== null && raw.startedCount >= 2 && !raw.settledEarly)
         capBytes.set(terms.capKey, raw.started[1]); // a fact of this host and kern
@@ -674,6 +710,27 @@ class Sandbox {
 
 /** A public field's value as it is now: arrays and plain objects copied
  * (one level: their items are strings, or functions). */
+// A claim's argv frame up to this size is written to the parked box's
+// channel by the calling thread (a fresh socket's buffer takes ~200 KiB).
+const DIRECT_SPEC_MAX = 64 * 1024;
+
+/** Sends a claim's argv frame to the waiting box's channel from this
+ * thread: the box starts the call before the engine's thread has even
+ * woken, and the rest of the call's setup runs meanwhile. What could not be
+ * sent (none, if the box has gone) goes to the engine in terms.spec. */
+function sendSpec(box, frame, terms) {
+  const sent = box.channel >= 0 && frame.length <= DIRECT_SPEC_MAX
+    ? binding.sendSpec(box.channel, frame) : -1;
+  closeChannel(box);
+  if (sent === frame.length) terms.specSent = true;
+  else terms.spec = sent > 0 ? frame.subarray(sent) : frame;
+}
+
+function closeChannel(box) {
+  if (box.channel >= 0) binding.wsClose(box.channel);
+  box.channel = -1;
+}
+
 function snapshotOf(v) {
   if (Array.isArray(v)) return [...v];
   if (v !== null && typeof v === "object" && !(v instanceof AbortSignal)) return { ...v };

@@ -14,7 +14,7 @@ export interface RawRunResult {
   /** The box's session was closed (cancelGroup) and the engine killed it. */
   cancelled: boolean;
   /** The first bytes (at most 4) kern wrote on KERN_STARTED_FD. */
-  started: Buffer;
+  started: number[];
   /** How many bytes kern wrote there in all. */
   startedCount: number;
   /** Captured output decoded as UTF-8 (ASCII output is an external string over the capture). */
@@ -47,6 +47,10 @@ export interface RawRunResult {
   claimed: boolean;
   /** A claimed box's init or interpreter took the call (TAKEN): without it the call never ran there. */
   taken: boolean;
+  /** A claim whose argv the caller sent itself (InitTerms.specSent) found no
+   * parked box to take over: nothing ran in this box; the parked box's own
+   * result (its taken) says whether the call ran there. */
+  missed: boolean;
   /** A Python call's rich results (interpreter protocol RESULT bodies): JSON texts. */
   results: string[];
   /** A result did not fit maxOutputBytes and was dropped whole. */
@@ -69,6 +73,15 @@ export interface InitTerms {
   resultMax: number;
   /** Nonzero: a kernel box, whose cells kernelCell() names by this key. */
   kernelKey: number;
+  /** A prewarm box's channel is made here and a copy of the host's end is
+   * the caller's, in channelFd (set by run()): sendSpec() writes a claim's
+   * argv there; wsClose() closes it. */
+  shareChannel?: boolean;
+  /** Set by run() with shareChannel: the caller's copy of the channel, or absent. */
+  channelFd?: number;
+  /** A claim whose whole spec went through sendSpec() already: with no
+   * parked box to take over, it settles `missed` and starts nothing. */
+  specSent?: boolean;
 }
 
 /** What one kernel message (its start, a cell, a rollback) came to. */
@@ -154,6 +167,9 @@ export function kernelCell(
 
 /** Recycles a parked prewarm box (if it is still parked). */
 export function dropParked(parkKey: number): void;
+/** Writes a claim's argv frame to a parked box's channel (InitTerms.channelFd)
+ * without blocking: the bytes sent, or -1 (not such a descriptor, or the box is gone). */
+export function sendSpec(channelFd: number, frame: Buffer): number;
 /** Kerns still tearing down boxes whose calls settled, and kern stop helpers running (tests). */
 export function tailBoxes(): number;
 

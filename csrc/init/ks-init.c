@@ -17,7 +17,8 @@
  * double) it is a child subreaper and kills its descendants. Only then does
  * it report on the channel (protocol.h): every byte the box's processes
  * wrote is in the host's pipes by then, so the host can settle the call at
- * the report while kern tears the box down off the call's path.
+ * the report while kern tears the box down off the call's path. It exits
+ * once the host has closed the channel (it has the result by then).
  *
  * It exits with the status kern would have reported for the workload (its
  * exit code, or 128+N for signal N), so a host that ignores the report gets
@@ -28,6 +29,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -291,6 +293,21 @@ static void kill_leftovers(bool pid1) {
   }
 }
 
+/* After the report: waits for the host to close the channel (at most
+ * KS_INIT_RELEASE_MAX_MS). Our exit starts kern's teardown of the box (its
+ * namespaces and mounts, with an expedited RCU grace period that interrupts
+ * every CPU), which would otherwise run while the host hands the result to
+ * its caller. */
+static void await_release(int ch) {
+  struct pollfd p = {.fd = ch, .events = POLLIN};
+  char buf[64];
+
+  while (ch >= 0 && poll(&p, 1, KS_INIT_RELEASE_MAX_MS) > 0) {
+    if (read(ch, buf, sizeof buf) <= 0)
+      return; /* EOF: released (or an error: nothing more to wait for) */
+  }
+}
+
 static void usage(void) {
   dprintf(2, "ks-init: usage: ks-init [--apparmor NAME] (--exec -- CMD... | --wait | "
              "--interp -- CMD...)\n");
@@ -433,5 +450,6 @@ int main(int argc, char **argv) {
 
   fill_report(&rep, status);
   send_frame(ch, KS_INIT_REPORT, &rep, sizeof rep, NULL, 0);
+  await_release(ch);
   _exit(rep.end == KS_INIT_SIGNALED ? 128 + rep.value : rep.value);
 }

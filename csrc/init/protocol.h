@@ -29,7 +29,12 @@
  *                 REPORT, once the workload and everything it left in the
  *                 box are dead: how the workload ended, and its rusage
  *                 (RUSAGE_CHILDREN, so the workload's own CPU and peak RSS,
- *                 not kern's). Nothing follows it.
+ *                 not kern's). Nothing follows it: the init waits for
+ *                 the host to close the channel (KS_INIT_RELEASE_MAX_MS
+ *                 at most), then exits, which starts kern's teardown.
+ *                 A host that settles the call at the report closes it
+ *                 once the result is on its way to the caller; one that
+ *                 waits for kern's exit closes it at once.
  *
  * Both ends run on the same machine: fields are in host byte order. */
 #ifndef KS_INIT_PROTOCOL_H
@@ -51,6 +56,10 @@ struct ks_init_frame_header {
   uint32_t type; /* enum ks_init_frame_type */
   uint32_t len;  /* bytes of body that follow */
 };
+
+/* How long the init waits after its REPORT for the host to close the
+ * channel: a bound for a host that never does, not a delay. */
+#define KS_INIT_RELEASE_MAX_MS 100
 
 /* Spec bodies larger than this are refused (an argv is far smaller). */
 #define KS_INIT_SPEC_MAX (64u << 20)

@@ -23,6 +23,7 @@ struct ks_addon {
   napi_env env;
   struct ks_sup *sup;            /* started on the first run */
   napi_threadsafe_function tsfn; /* the supervisor's only way into JS */
+  napi_ref make_raw;             /* lib/binding.js's makeRawResult (configure) */
   size_t runs_in_flight;         /* JS thread only */
   bool shut_down;
   struct ks_held *held;          /* JS thread only */

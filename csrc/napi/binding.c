@@ -11,7 +11,7 @@
 #include "../core/workspace/wswatch.h"
 #include "addon.h"
 
-/* configure(forceFallback, tracker), called by lib/binding.js with
+/* configure(forceFallback, tracker, makeRawResult), called by lib/binding.js with
  * process.env's values: read there, under Node's own environment lock, not
  * with getenv() here, which would race with a main thread writing
  * process.env while a Worker loads the addon.
@@ -22,7 +22,8 @@
  * every fallback path on a modern kernel. tracker (KERN_SANDBOX_TRACKER):
  * "0" turns off the per-call change tracking from inotify events, for a full
  * scan before and after every call (for comparison, and for file systems
- * that raise no inotify events). */
+ * that raise no inotify events). makeRawResult: the function that makes a
+ * run's raw outcome from its fields (csrc/napi/run.c). */
 /* hostFeatures() -> { pidfdOpen, openat2, closeRange }: for doctor(). */
 static napi_value ks__host_features(napi_env env, napi_callback_info info) {
   struct ks_host_features f;
@@ -55,17 +56,27 @@ static napi_value ks__configure(napi_env env, napi_callback_info info) {
       {"memfd", KS_FEATURE_MEMFD},
       {"pidfd_pgrp", KS_FEATURE_PIDFD_PGRP},
   };
-  size_t argc = 2;
-  napi_value argv[2];
+  size_t argc = 3;
+  napi_value argv[3];
   char *fallback;
   char *tracker;
   unsigned features = 0;
+  napi_valuetype type = napi_undefined;
+  struct ks_addon *addon;
 
   KS_NAPI_CALL(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
-  if (argc != 2) {
-    napi_throw_type_error(env, "ERR_INVALID_ARG_TYPE", "configure(forceFallback, tracker)");
+  if (argc == 3)
+    KS_NAPI_CALL(env, napi_typeof(env, argv[2], &type));
+  if (argc != 3 || type != napi_function) {
+    napi_throw_type_error(env, "ERR_INVALID_ARG_TYPE",
+                          "configure(forceFallback, tracker, makeRawResult)");
     return NULL;
   }
+  KS_NAPI_CALL(env, napi_get_instance_data(env, (void **) &addon));
+  if (addon->make_raw != NULL)
+    KS_NAPI_CALL(env, napi_delete_reference(env, addon->make_raw));
+  addon->make_raw = NULL;
+  KS_NAPI_CALL(env, napi_create_reference(env, argv[2], 1, &addon->make_raw));
   fallback = ks_napi_get_string(env, argv[0], NULL);
   tracker = fallback != NULL ? ks_napi_get_string(env, argv[1], NULL) : NULL;
   if (tracker != NULL) {

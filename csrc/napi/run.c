@@ -11,7 +11,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "../core/box/supervisor.h"
 #include "../core/box/text.h"
@@ -245,76 +247,80 @@ napi_value ks_napi_results_value(napi_env env, const struct ks_results *r) {
 #define ks__bool ks_napi_bool
 #define ks__null ks_napi_null
 
-/* The raw outcome, as types/binding.d.ts describes it. */
+/* The raw outcome, as types/binding.d.ts describes it: made by the JS
+ * function lib/binding.js gave configure() (makeRawResult), from its
+ * fields in that function's order. One call into JS with 26 values costs a
+ * prewarmed call ~10 us where 26 named properties and a Buffer set from here
+ * cost ~90 us (each name is made and looked up anew). */
+enum {
+  KS__RAW_EXIT_CODE, KS__RAW_SIGNAL, KS__RAW_STATUS_KNOWN, KS__RAW_TIMED_OUT, KS__RAW_CANCELLED,
+  KS__RAW_STARTED_WORD, KS__RAW_STARTED_COUNT, KS__RAW_STDOUT_DISCARDED,
+  KS__RAW_STDERR_DISCARDED, KS__RAW_DROPPED_CHUNKS, KS__RAW_DURATION_MS, KS__RAW_SCAN_ERRNO,
+  KS__RAW_USER_CPU_MS, KS__RAW_SYSTEM_CPU_MS, KS__RAW_MAX_RSS_KB, KS__RAW_REPORT_END,
+  KS__RAW_REPORT_VALUE, KS__RAW_SETTLED_EARLY, KS__RAW_PREWARMED, KS__RAW_CLAIMED, KS__RAW_TAKEN,
+  KS__RAW_MISSED, KS__RAW_RESULTS, KS__RAW_RESULTS_DROPPED, KS__RAW_FILES, KS__RAW_STDOUT,
+  KS__RAW_STDERR, KS__RAW_FIELDS
+};
+
 static napi_value ks__result_object(napi_env env, struct ks_napi_call *run, struct ks_box *box) {
   struct ks_box_result *res = ks_box_result(box);
+  napi_value v[KS__RAW_FIELDS];
+  napi_value maker;
+  napi_value undefined;
   napi_value obj;
-  napi_value started;
-  napi_value results;
-  void *sdata;
   size_t nkeep = res->nstarted < sizeof res->started ? res->nstarted : sizeof res->started;
-  napi_value exit_code;
-  napi_value signal;
+  uint32_t word = 0;
 
-  if (napi_create_object(env, &obj) != napi_ok)
+  if (run->addon->make_raw == NULL ||
+      napi_get_reference_value(env, run->addon->make_raw, &maker) != napi_ok || maker == NULL ||
+      napi_get_undefined(env, &undefined) != napi_ok)
     return NULL;
-  exit_code = ks__null(env);
-  signal = ks__null(env);
+  for (size_t i = 0; i < nkeep; i++)
+    word |= (uint32_t) res->started[i] << (8 * i);
+  v[KS__RAW_EXIT_CODE] = v[KS__RAW_SIGNAL] = ks__null(env);
   if (res->status_known && WIFEXITED(res->wait_status))
-    exit_code = ks__number(env, WEXITSTATUS(res->wait_status));
+    v[KS__RAW_EXIT_CODE] = ks__number(env, WEXITSTATUS(res->wait_status));
   else if (res->status_known && WIFSIGNALED(res->wait_status))
-    signal = ks__number(env, WTERMSIG(res->wait_status));
-  if (napi_create_buffer_copy(env, nkeep, res->started, &sdata, &started) != napi_ok)
-    return NULL;
-  results = ks_napi_results_value(env, &res->results);
-  if (results == NULL)
-    return NULL;
-
-  if (!ks_napi_set(env, obj, "exitCode", exit_code) || !ks_napi_set(env, obj, "signal", signal) ||
-      !ks_napi_set(env, obj, "statusKnown", ks__bool(env, res->status_known)) ||
-      !ks_napi_set(env, obj, "timedOut", ks__bool(env, res->timed_out)) ||
-      !ks_napi_set(env, obj, "cancelled", ks__bool(env, res->cancelled)) ||
-      !ks_napi_set(env, obj, "started", started) ||
-      !ks_napi_set(env, obj, "startedCount", ks__number(env, (double) res->nstarted)) ||
-      !ks_napi_set(env, obj, "stdoutDiscarded",
-                   ks__number(env, (double) res->out[KS_STDOUT].discarded)) ||
-      !ks_napi_set(env, obj, "stderrDiscarded",
-                   ks__number(env, (double) res->out[KS_STDERR].discarded)) ||
-      !ks_napi_set(env, obj, "droppedChunks",
-                   ks__number(env, (double) atomic_load(&run->dropped_chunks))) ||
-      !ks_napi_set(env, obj, "durationMs", ks__number(env, (double) res->duration_ns / 1e6)) ||
-      !ks_napi_set(env, obj, "scanErrno", ks__number(env, -(double) res->scan_errnum)) ||
-      !ks_napi_set(env, obj, "userCpuMs",
-                   ks__number(env, res->usage.ru_utime.tv_sec * 1e3 +
-                                       res->usage.ru_utime.tv_usec / 1e3)) ||
-      !ks_napi_set(env, obj, "systemCpuMs",
-                   ks__number(env, res->usage.ru_stime.tv_sec * 1e3 +
-                                       res->usage.ru_stime.tv_usec / 1e3)) ||
-      !ks_napi_set(env, obj, "maxRssKb", ks__number(env, (double) res->usage.ru_maxrss)) ||
-      !ks_napi_set(env, obj, "reportEnd", res->reported ? ks__number(env, res->report_end)
-                                                        : ks__null(env)) ||
-      !ks_napi_set(env, obj, "reportValue", res->reported ? ks__number(env, res->report_value)
-                                                          : ks__null(env)) ||
-      !ks_napi_set(env, obj, "settledEarly", ks__bool(env, res->settled_early)) ||
-      !ks_napi_set(env, obj, "prewarmed", ks__bool(env, res->prewarmed)) ||
-      !ks_napi_set(env, obj, "claimed", ks__bool(env, res->claimed)) ||
-      !ks_napi_set(env, obj, "taken", ks__bool(env, res->taken)) ||
-      !ks_napi_set(env, obj, "results", results) ||
-      !ks_napi_set(env, obj, "resultsDropped", ks__bool(env, res->results.dropped)))
-    return NULL;
-  if (ks_box_request_scans(box) && res->scan_errnum == 0) {
-    napi_value files = ks_napi_changes_value(env, res->changes, res->nchanges);
-    if (files == NULL || !ks_napi_set(env, obj, "files", files))
+    v[KS__RAW_SIGNAL] = ks__number(env, WTERMSIG(res->wait_status));
+  v[KS__RAW_STATUS_KNOWN] = ks__bool(env, res->status_known);
+  v[KS__RAW_TIMED_OUT] = ks__bool(env, res->timed_out);
+  v[KS__RAW_CANCELLED] = ks__bool(env, res->cancelled);
+  v[KS__RAW_STARTED_WORD] = ks__number(env, (double) word);
+  v[KS__RAW_STARTED_COUNT] = ks__number(env, (double) res->nstarted);
+  v[KS__RAW_STDOUT_DISCARDED] = ks__number(env, (double) res->out[KS_STDOUT].discarded);
+  v[KS__RAW_STDERR_DISCARDED] = ks__number(env, (double) res->out[KS_STDERR].discarded);
+  v[KS__RAW_DROPPED_CHUNKS] = ks__number(env, (double) atomic_load(&run->dropped_chunks));
+  v[KS__RAW_DURATION_MS] = ks__number(env, (double) res->duration_ns / 1e6);
+  v[KS__RAW_SCAN_ERRNO] = ks__number(env, -(double) res->scan_errnum);
+  v[KS__RAW_USER_CPU_MS] =
+      ks__number(env, res->usage.ru_utime.tv_sec * 1e3 + res->usage.ru_utime.tv_usec / 1e3);
+  v[KS__RAW_SYSTEM_CPU_MS] =
+      ks__number(env, res->usage.ru_stime.tv_sec * 1e3 + res->usage.ru_stime.tv_usec / 1e3);
+  v[KS__RAW_MAX_RSS_KB] = ks__number(env, (double) res->usage.ru_maxrss);
+  v[KS__RAW_REPORT_END] = res->reported ? ks__number(env, res->report_end) : ks__null(env);
+  v[KS__RAW_REPORT_VALUE] = res->reported ? ks__number(env, res->report_value) : ks__null(env);
+  v[KS__RAW_SETTLED_EARLY] = ks__bool(env, res->settled_early);
+  v[KS__RAW_PREWARMED] = ks__bool(env, res->prewarmed);
+  v[KS__RAW_CLAIMED] = ks__bool(env, res->claimed);
+  v[KS__RAW_TAKEN] = ks__bool(env, res->taken);
+  v[KS__RAW_MISSED] = ks__bool(env, res->missed);
+  v[KS__RAW_RESULTS] = ks_napi_results_value(env, &res->results);
+  v[KS__RAW_RESULTS_DROPPED] = ks__bool(env, res->results.dropped);
+  v[KS__RAW_FILES] = ks_box_request_scans(box) && res->scan_errnum == 0
+                         ? ks_napi_changes_value(env, res->changes, res->nchanges)
+                         : ks__null(env);
+  for (size_t i = 0; i < KS__RAW_STDOUT; i++) {
+    if (v[i] == NULL)
       return NULL;
-  } else if (!ks_napi_set(env, obj, "files", ks__null(env))) {
-    return NULL;
   }
   /* The output last: from here on the strings own its memory. */
-  napi_value out = ks_napi_take_output(env, run, &res->out[KS_STDOUT], KS_STDOUT);
-  if (out == NULL || !ks_napi_set(env, obj, "stdout", out))
+  v[KS__RAW_STDOUT] = ks_napi_take_output(env, run, &res->out[KS_STDOUT], KS_STDOUT);
+  if (v[KS__RAW_STDOUT] == NULL)
     return NULL;
-  out = ks_napi_take_output(env, run, &res->out[KS_STDERR], KS_STDERR);
-  if (out == NULL || !ks_napi_set(env, obj, "stderr", out))
+  v[KS__RAW_STDERR] = ks_napi_take_output(env, run, &res->out[KS_STDERR], KS_STDERR);
+  if (v[KS__RAW_STDERR] == NULL)
+    return NULL;
+  if (napi_call_function(env, undefined, maker, KS__RAW_FIELDS, v, &obj) != napi_ok)
     return NULL;
   return obj;
 }
@@ -488,7 +494,51 @@ static bool ks__get_interp_terms(napi_env env, napi_value terms, struct ks_box_r
   return true;
 }
 
-static bool ks__get_init_terms(napi_env env, napi_value terms, struct ks_box_request *req) {
+/* terms[name]: a boolean, false if absent. */
+static bool ks__get_flag(napi_env env, napi_value terms, const char *name, bool *out) {
+  napi_value v = ks_napi_prop(env, terms, name);
+  napi_valuetype t = napi_undefined;
+  *out = false;
+  if (v != NULL && napi_typeof(env, v, &t) == napi_ok && t == napi_undefined)
+    return true;
+  if (v == NULL || napi_get_value_bool(env, v, out) != napi_ok) {
+    napi_throw_type_error(env, "ERR_INVALID_ARG_TYPE", "kern-sandbox: run(): bad init terms");
+    return false;
+  }
+  return true;
+}
+
+/* terms.shareChannel: the caller sends a claim's spec itself (sendSpec):
+ * the channel is made here, and a copy of the host's end is the caller's
+ * (*shared). terms.specSent: this claim's spec went that way already. */
+static bool ks__get_channel_terms(napi_env env, napi_value terms, struct ks_box_request *req,
+                                  int *shared) {
+  bool share = false;
+  int sp[2];
+
+  if (!ks__get_flag(env, terms, "shareChannel", &share) ||
+      !ks__get_flag(env, terms, "specSent", &req->spec_sent))
+    return false;
+  if (!share)
+    return true;
+  /* Without one (no descriptors left), the engine makes its own channel and
+   * the claim's spec goes through the engine, as for any box. */
+  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp) < 0)
+    return true;
+  *shared = fcntl(sp[0], F_SETFL, O_NONBLOCK) == 0 ? fcntl(sp[0], F_DUPFD_CLOEXEC, 3) : -1;
+  if (*shared < 0) {
+    close(sp[0]);
+    close(sp[1]);
+    return true;
+  }
+  req->chan_given = true;
+  req->chan[0] = sp[0];
+  req->chan[1] = sp[1];
+  return true;
+}
+
+static bool ks__get_init_terms(napi_env env, napi_value terms, struct ks_box_request *req,
+                               int *shared) {
   napi_valuetype t;
   double early;
   napi_value spec;
@@ -510,7 +560,7 @@ static bool ks__get_init_terms(napi_env env, napi_value terms, struct ks_box_req
   }
   req->channel = true;
   req->early_cap = (int) early;
-  if (!ks__get_interp_terms(env, terms, req))
+  if (!ks__get_interp_terms(env, terms, req) || !ks__get_channel_terms(env, terms, req, shared))
     return false;
   if (napi_get_named_property(env, terms, "spec", &spec) != napi_ok ||
       napi_is_buffer(env, spec, &is_buffer) != napi_ok) {
@@ -535,7 +585,8 @@ static bool ks__get_init_terms(napi_env env, napi_value terms, struct ks_box_req
   return true;
 }
 
-static bool ks__get_request(napi_env env, napi_value *argv, struct ks_box_request *req) {
+static bool ks__get_request(napi_env env, napi_value *argv, struct ks_box_request *req,
+                            int *shared) {
   napi_valuetype t;
   double timeout_ms;
   double cap;
@@ -619,7 +670,7 @@ static bool ks__get_request(napi_env env, napi_value *argv, struct ks_box_reques
       !ks_napi_get_key(env, argv[13], "cancelKey", &req->call))
     return false;
   req->early_cap = -1;
-  if (!ks__get_init_terms(env, argv[14], req))
+  if (!ks__get_init_terms(env, argv[14], req, shared))
     return false;
   {
     napi_valuetype t;
@@ -658,6 +709,7 @@ static napi_value ks__run(napi_env env, napi_callback_info info) {
   struct ks_box *box = NULL;
   struct ks_err err;
   napi_value promise = NULL;
+  int shared = -1;
 
   KS_NAPI_CALL(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
   KS_NAPI_CALL(env, napi_get_instance_data(env, (void **) &addon));
@@ -665,7 +717,7 @@ static napi_value ks__run(napi_env env, napi_callback_info info) {
     napi_throw_type_error(env, "ERR_INVALID_ARG_TYPE", "run() takes 15 arguments");
     return NULL;
   }
-  if (!ks__get_request(env, argv, &req))
+  if (!ks__get_request(env, argv, &req, &shared))
     goto fail;
   run = ks_napi_call_new(env, addon, argv + 8, req.stream);
   if (run == NULL)
@@ -685,6 +737,19 @@ static napi_value ks__run(napi_env env, napi_callback_info info) {
     goto fail;
   }
   KS_NAPI_CALL_GOTO(env, napi_create_promise(env, &run->deferred, &promise), fail);
+  if (shared >= 0) {
+    /* The caller's copy of the channel: held like a session's descriptors
+     * (closed at a Worker's teardown if JS never does), on terms. */
+    napi_value v;
+    if (!ks_addon_hold(env, addon, shared, NULL))
+      goto fail;
+    if (napi_create_int32(env, shared, &v) != napi_ok ||
+        !ks_napi_set(env, argv[14], "channelFd", v)) {
+      (void) ks_addon_release(addon, shared);
+      goto fail;
+    }
+    shared = -1;
+  }
   if (ks_sup_submit(addon->sup, box) < 0) {
     ks_err_set(&err, ECANCELED, "spawn", NULL);
     ks_napi_reject_system(env, run->deferred, &err);
@@ -696,6 +761,8 @@ static napi_value ks__run(napi_env env, napi_callback_info info) {
   return promise;
 
 fail:
+  if (shared >= 0)
+    close(shared);
   if (box != NULL)
     ks_box_free(box);
   else
@@ -827,6 +894,39 @@ static napi_value ks__drop_parked(napi_env env, napi_callback_info info) {
   return NULL;
 }
 
+/* sendSpec(channelFd, frame) -> bytes sent, or -1: a claim's spec, written
+ * by the calling thread to a parked box's channel (run()'s shareChannel),
+ * so that the box starts the call before the engine's thread even wakes.
+ * Never blocks: a full channel (or a box gone) sends less, and the caller
+ * hands the rest to the engine. Only a descriptor run() gave. */
+static napi_value ks__send_spec(napi_env env, napi_callback_info info) {
+  size_t argc = 2;
+  napi_value argv[2];
+  struct ks_addon *addon;
+  int32_t fd = -1;
+  void *data;
+  size_t len;
+  bool held = false;
+  ssize_t n;
+  napi_value out;
+
+  KS_NAPI_CALL(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  KS_NAPI_CALL(env, napi_get_instance_data(env, (void **) &addon));
+  if (argc != 2 || napi_get_value_int32(env, argv[0], &fd) != napi_ok) {
+    napi_throw_type_error(env, "ERR_INVALID_ARG_TYPE", "sendSpec(channelFd, frame)");
+    return NULL;
+  }
+  if (!ks_napi_get_buffer(env, argv[1], &data, &len))
+    return NULL;
+  for (size_t i = 0; i < addon->nheld && !held; i++)
+    held = addon->held[i].fd == fd && addon->held[i].own_dir == NULL;
+  do
+    n = held ? send(fd, data, len, MSG_DONTWAIT | MSG_NOSIGNAL) : -1;
+  while (n < 0 && errno == EINTR);
+  KS_NAPI_CALL(env, napi_create_double(env, n < 0 ? -1.0 : (double) n, &out));
+  return out;
+}
+
 /* cancelledGroups(): for the tests, that closed sessions are forgotten. */
 static napi_value ks__cancelled_groups(napi_env env, napi_callback_info info) {
   (void) info;
@@ -842,6 +942,7 @@ bool ks_napi_init_run(napi_env env, napi_value exports) {
       {"cancelledGroups", ks__cancelled_groups}, {"run", ks__run},
       {"shutdown", ks__shutdown}, {"liveBoxes", ks__live_boxes},
       {"tailBoxes", ks__tail_boxes}, {"dropParked", ks__drop_parked},
+      {"sendSpec", ks__send_spec},
   };
   napi_value fn;
   napi_value v;

@@ -40,6 +40,10 @@
  * (~5-10 ms) this long, then killed and `kern stop`ped like a timed-out one:
  * close() promises no kern of the session 500 ms after it. */
 #define KS__TAIL_GRACE_NS (400 * KS__MS)
+/* ...and its init is released (the channel closed: protocol.h, REPORT)
+ * this long after the call settled: its exit starts kern's teardown, whose
+ * work on the CPUs would slow the result's way to the caller. */
+#define KS__TAIL_RELEASE_NS (1 * KS__MS)
 #define KS__MAX_EVENTS 64
 
 enum ks__watch_kind {
@@ -138,6 +142,7 @@ struct ks__tail {
   struct ks__watch watch[KS__TAIL_FDS];
   struct ks__watch pid_watch;
   bool reaped; /* freed at the sweep: later events of the batch may name it */
+  uint64_t release_ns; /* then the channel (fd[KS__BOX_PIPES]) is closed */
   uint64_t deadline_ns;
   char *path;
   int exec_fd;

@@ -51,6 +51,10 @@ void ks_box_request_free(struct ks_box_request *req) {
   free(req->tmpdir);
   free(req->spec);
   free(req->ip_msg);
+  if (req->chan_given) {
+    ks_close_keep_errno(req->chan[0]);
+    ks_close_keep_errno(req->chan[1]);
+  }
   memset(req, 0, sizeof *req);
 }
 
@@ -439,11 +443,20 @@ static void ks__spawn_box(struct ks_sup *sup, struct ks_box *box) {
    * otherwise (recycled, died, not started yet) it starts cold, now. */
   if (box->req.claim_key != 0 && ks__adopt_parked(sup, box))
     return;
+  if (box->req.spec_sent) {
+    box->res.missed = true; /* the caller decides, from the parked box's result */
+    ks__after_box(sup, box);
+    return;
+  }
   for (i = 0; i < KS__BOX_PIPES; i++)
     pipes[i][0] = pipes[i][1] = -1;
   for (i = 0; i < KS__BOX_PIPES && r == 0; i++)
     r = ks__pipe_nonblocking_read(pipes[i], &err);
-  if (r == 0 && box->req.channel) {
+  if (r == 0 && box->req.channel && box->req.chan_given) {
+    chan[0] = box->req.chan[0];
+    chan[1] = box->req.chan[1];
+    box->req.chan_given = false;
+  } else if (r == 0 && box->req.channel) {
     /* The init's channel, on kern's stdin (which kern hands to the box). */
     if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, chan) < 0)
       r = ks_err_set(&err, errno, "socketpair", NULL);
@@ -743,6 +756,8 @@ static void ks__on_chan_event(struct ks_sup *sup, struct ks_box *box, enum ks_ch
   }
 }
 
+static void ks__on_report(struct ks_sup *sup, struct ks_box *box);
+
 static void ks__on_ctl(struct ks_sup *sup, struct ks_box *box, uint32_t events, uint64_t now) {
   unsigned char buf[256];
   union {
@@ -774,15 +789,28 @@ static void ks__on_ctl(struct ks_sup *sup, struct ks_box *box, uint32_t events, 
       break;
     ks__watch_close(sup, &box->ctl); /* EOF: the init has exited */
   }
+  (void) now;
   if (box->chan.state != KS_CHAN_DONE || box->res.reported)
     return;
   box->res.reported = true;
   box->res.report_end = (int) rep->end;
   box->res.report_value = rep->value;
-  (void) now;
+  ks__on_report(sup, box);
+}
+
+/* The init's report is in: settle at it, or close the channel so that the
+ * init exits and we wait for kern's. A parked box whose init took a spec
+ * the caller sent itself keeps it for the claim on its way. */
+static void ks__on_report(struct ks_sup *sup, struct ks_box *box) {
+  const struct ks_init_report *rep = &box->chan.rep;
+
+  if (box->parked && box->res.taken)
+    return;
   if (!box->parked && !box->killed && !box->exited && box->req.early_cap >= 0 &&
       !(rep->end == KS_INIT_SIGNALED && rep->value == SIGKILL))
     box->settle_early = true;
+  else
+    ks__watch_close(sup, &box->ctl); /* we wait for kern's exit: the init may go */
 }
 
 static struct ks_box *ks__find_parked(struct ks_sup *sup, uint64_t key) {
@@ -829,6 +857,12 @@ static bool ks__adopt_parked(struct ks_sup *sup, struct ks_box *box) {
   box->watch[KS__BOX_PIPES].owner = box;
   (void) ks__watch_mod(sup, box->proc.pidfd, &box->watch[KS__BOX_PIPES], EPOLLIN);
   box->chan = p->chan;
+  /* A spec the caller sent itself may have been taken, even answered,
+   * while the box was still parked. */
+  box->res.taken = p->res.taken;
+  box->res.reported = p->res.reported;
+  box->res.report_end = p->res.report_end;
+  box->res.report_value = p->res.report_value;
   for (int i = 0; i < 2; i++) {
     box->pending_fd[i] = p->pending_fd[i];
     p->pending_fd[i] = -1;
@@ -870,6 +904,8 @@ static bool ks__adopt_parked(struct ks_sup *sup, struct ks_box *box) {
     ks__after_box(sup, p);
   else
     box->claimed = p;
+  if (box->res.reported)
+    ks__on_report(sup, box);
   return true;
 }
 
@@ -929,6 +965,7 @@ static struct ks__tail *ks__tail_adopt(struct ks_sup *sup, struct ks_box *box, u
   }
   t->fd[KS__BOX_PIPES] = box->ctl;
   box->ctl = -1;
+  t->release_ns = now + KS__TAIL_RELEASE_NS;
   t->deadline_ns = now + KS__TAIL_GRACE_NS;
   t->exec_fd = box->req.exec_fd;
   box->req.exec_fd = 0;
@@ -1143,9 +1180,13 @@ static void ks__sweep(struct ks_sup *sup, uint64_t now) {
   ks__cells_sweep(sup, now);
   for (struct ks__tail *t = sup->tails, *next; t != NULL; t = next) {
     next = t->next;
-    if (t->reaped)
+    if (t->reaped) {
       ks__tail_free(sup, t);
-    else if (now >= t->deadline_ns)
+      continue;
+    }
+    if (now >= t->release_ns)
+      ks__watch_close(sup, &t->fd[KS__BOX_PIPES]); /* the init may exit */
+    if (now >= t->deadline_ns)
       ks__tail_expire(sup, t, now);
   }
   while (a != NULL) {
@@ -1172,8 +1213,10 @@ static int ks__next_timeout_ms(struct ks_sup *sup, uint64_t now) {
       next = a->deadline_ns;
   }
   for (struct ks__tail *t = sup->tails; t != NULL; t = t->next) {
-    if (t->deadline_ns < next)
-      next = t->deadline_ns;
+    uint64_t when = t->fd[KS__BOX_PIPES] >= 0 && t->release_ns < t->deadline_ns ? t->release_ns
+                                                                                 : t->deadline_ns;
+    if (when < next)
+      next = when;
   }
   {
     uint64_t c = ks__cells_next_deadline(sup);

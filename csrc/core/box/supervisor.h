@@ -54,6 +54,14 @@ struct ks_box_request {
                      * this as kern's cap byte; -1: always wait for kern's exit */
   char *spec;       /* a spec frame for a waiting init (a claimed box), or NULL */
   size_t spec_len;
+  bool spec_sent;   /* a claim whose spec the caller already wrote to the parked
+                     * box's channel (its shared end): with no parked box to
+                     * adopt it settles as `missed` and starts nothing (the
+                     * box may have taken the call before it died) */
+  bool chan_given;  /* chan: the channel's two ends, made by the caller (who
+                     * keeps a copy of ours to send a claim's spec itself);
+                     * owned */
+  int chan[2];
   uint64_t park_key;  /* nonzero: a prewarm box: start it and park it under this
                        * key, with no call and no deadline, until a claim takes
                        * it over (it then ends as `claimed`) or it is dropped
@@ -107,6 +115,9 @@ struct ks_box_result {
   bool claimed;                /* a prewarm box that a call took over: nothing else here */
   bool taken;                  /* a claimed box's init or interpreter took the call
                                 * (TAKEN): without it the call never ran there */
+  bool missed;                 /* a spec_sent claim found no parked box: nothing ran
+                                * here; the parked box's own result says whether it
+                                * took the call */
   struct ks_results results;   /* a RUN's rich results */
   /* The files the box created or modified (requests with scan_rootfd). */
   int scan_errnum;             /* nonzero: no change list (e.g. -E2BIG) */
