@@ -289,6 +289,83 @@ describe("fast boxes (issue 16)", function () {
       }
     });
 
+    describe("E4: a claim whose argv the calling thread sent itself runs once, wherever it ran",
+      function () {
+        // The calling thread writes a claim's argv to the parked box's
+        // channel before the engine takes the box over (sendSpec): a box
+        // that dies in between may or may not have started the call.
+        const SCRIPT = "echo ran >> count; sleep 0.2; exit 3";
+        let ws;
+        let s;
+        let orig;
+        beforeEach(async function () {
+          ws = h.tmpDir("claim-");
+          s = await new Sandbox({ prewarm: 1, workspace: ws }).open();
+          await s.run(["true"]); // the pool's kind: boxes that wait for an argv
+          await ready();
+          assert.ok(await h.waitFor(() => binding.liveBoxes() === 1, 5000), "one box parked");
+          orig = { run: binding.run, sendSpec: binding.sendSpec };
+        });
+        afterEach(async function () {
+          binding.run = orig.run;
+          binding.sendSpec = orig.sendSpec;
+          await s.close();
+          fs.rmSync(ws, { recursive: true, force: true });
+        });
+        const count = () => fs.readFileSync(path.join(ws, "count"), "utf8");
+        const killParked = async () => {
+          for (const p of kernsWith(ws)) process.kill(p.pid, "SIGKILL");
+          assert.ok(await h.waitFor(() => binding.liveBoxes() === 0, 5000), "the parked box ended");
+        };
+
+        it("positive control: untouched, the call runs in the prewarmed box", async function () {
+          const r = await s.run(["sh", "-c", SCRIPT]);
+          assert.strictEqual(r.exitCode, 3);
+          assert.strictEqual(runs(s), 1);
+          assert.strictEqual(count(), "ran\n");
+        });
+
+        it("the box dies after its init took the argv: the call ran there, and only there " +
+          "(its result is that box's death, never a second run)", async function () {
+          binding.run = function (...args) {
+            const terms = args[14];
+            if (terms === null || terms.specSent !== true) return orig.run.apply(this, args);
+            return (async () => {
+              assert.ok(await h.waitFor(() => fs.existsSync(path.join(ws, "count")), 5000));
+              await killParked();
+              return orig.run.apply(this, args); // finds no parked box: `missed`
+            })();
+          };
+          const r = await s.run(["sh", "-c", SCRIPT]);
+          assert.strictEqual(count(), "ran\n");
+          assert.notStrictEqual(r.exitCode, 3, JSON.stringify(r));
+          assert.strictEqual(r.fault?.type, "killed", JSON.stringify(r));
+        });
+
+        it("the box died before its init could take the argv: the call runs cold, once",
+          async function () {
+            let sent = null;
+            // sendSpec runs on the call's path, before the JS thread could
+            // hear that the box ended: kill it there, wait (blocking this
+            // thread) until none of it is left, then send.
+            const waiting = () => h.processes().some((p) => p.state !== "Z" &&
+              p.argv.includes("ks-init") && p.argv.includes("--wait"));
+            assert.ok(waiting(), "positive control: the parked box's init is there");
+            binding.sendSpec = function (fd, frame) {
+              for (const p of kernsWith(ws)) process.kill(p.pid, "SIGKILL");
+              const until = Date.now() + 5000;
+              while ((kernsWith(ws).length > 0 || waiting()) && Date.now() < until);
+              sent = orig.sendSpec.call(this, fd, frame);
+              return sent;
+            };
+            const r = await s.run(["sh", "-c", SCRIPT]);
+            assert.strictEqual(sent, -1, "the channel of a dead box takes nothing");
+            assert.strictEqual(r.exitCode, 3);
+            assert.strictEqual(runs(s), 0);
+            assert.strictEqual(count(), "ran\n");
+          });
+      });
+
     it("back-to-back calls faster than the pool refills all succeed (each waits for no pool)",
       async function () {
         const s = await new Sandbox({ prewarm: 1 }).open();
