@@ -26,12 +26,13 @@ const dyingParked = new Set();
  * count descriptors: close() no longer waits for it). */
 async function watchClosesSettled() {
   while (watchCloses.size > 0) await Promise.allSettled([...watchCloses]);
+  // A compile of the boot's bytecode under way (its own session), first:
+  // its box leaves a tail of its own.
+  await bootcache.compilesSettled();
   // And kerns still tearing down boxes whose calls settled at the init's
   // report (they hold descriptors and are children until they exit).
   // Polled on a timer: these ends hold no reference on the loop.
   while (binding.tailBoxes() > 0 || dyingParked.size > 0) await new Promise((r) => setTimeout(r, 2));
-  // And a compile of the boot's bytecode under way (its own session).
-  await bootcache.compilesSettled();
 }
 
 /** A fresh cancellation key for one call's box. */

@@ -16,6 +16,7 @@ const { isDeepStrictEqual } = require("util");
 const { execFileSync } = require("child_process");
 const { Sandbox, SandboxError } = require("..");
 const binding = require("../lib/binding");
+const { watchClosesSettled } = require("../lib/session");
 const h = require("./lib/harness");
 const probe = require("./fixtures/scripts/ws-probe");
 const attack = require("./fixtures/scripts/ws-attack");
@@ -724,6 +725,11 @@ describe("workspace I/O against a hostile workspace", function () {
       assert.deepStrictEqual(r.files, []);
       const okPath = `ok/${"dddd/".repeat(818)}ff`;
       assert.strictEqual(Buffer.byteLength(okPath), 4095);
+      // The run's kern may still be tearing its box down (its descriptors
+      // go when it exits), and the pool refilling: count from after that.
+      await h.sleep(20);
+      assert.ok(await h.waitFor(() => binding.liveBoxes() <= 1, 5000), "the pool's old box is gone");
+      await watchClosesSettled();
       const fds0 = h.openFds();
       await bothModes(owned, ownedWs, [
         { op: "list", path: "ok", expect: "ok", want: [{ path: okPath, size: 1 }] },

@@ -32,9 +32,10 @@
  *                 not kern's). Nothing follows it: the init waits for
  *                 the host to close the channel (KS_INIT_RELEASE_MAX_MS
  *                 at most), then exits, which starts kern's teardown.
- *                 A host that settles the call at the report closes it
- *                 once the result is on its way to the caller; one that
- *                 waits for kern's exit closes it at once.
+ *                 A host that settles the call at the report shuts its
+ *                 end down once the caller has the result (the exit's
+ *                 teardown work would otherwise slow the result's way
+ *                 back); one that waits for kern's exit closes it at once.
  *
  * Both ends run on the same machine: fields are in host byte order. */
 #ifndef KS_INIT_PROTOCOL_H

@@ -40,10 +40,7 @@
  * (~5-10 ms) this long, then killed and `kern stop`ped like a timed-out one:
  * close() promises no kern of the session 500 ms after it. */
 #define KS__TAIL_GRACE_NS (400 * KS__MS)
-/* ...and its init is released (the channel closed: protocol.h, REPORT)
- * this long after the call settled: its exit starts kern's teardown, whose
- * work on the CPUs would slow the result's way to the caller. */
-#define KS__TAIL_RELEASE_NS (1 * KS__MS)
+
 #define KS__MAX_EVENTS 64
 
 enum ks__watch_kind {
@@ -106,6 +103,10 @@ struct ks_box {
   bool killed;
   bool parked;                /* a prewarm box waiting for its call */
   int ctl;                    /* our end of the init's control channel, or -1 */
+  int release;                /* a box settled at the init's report: a copy of ctl
+                               * whose shutdown at ks_box_free, once the result is
+                               * the caller's, lets the init exit (protocol.h,
+                               * REPORT); -1 */
   struct ks__watch ctl_watch;
   struct ks_chan_reader chan;
   size_t spec_sent;           /* bytes of req.spec written to ctl */
@@ -142,7 +143,6 @@ struct ks__tail {
   struct ks__watch watch[KS__TAIL_FDS];
   struct ks__watch pid_watch;
   bool reaped; /* freed at the sweep: later events of the batch may name it */
-  uint64_t release_ns; /* then the channel (fd[KS__BOX_PIPES]) is closed */
   uint64_t deadline_ns;
   char *path;
   int exec_fd;

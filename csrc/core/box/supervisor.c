@@ -69,6 +69,7 @@ struct ks_box *ks_box_new(struct ks_box_request *req, void *user) {
   for (int i = 0; i < KS__BOX_PIPES; i++)
     box->fd[i] = -1;
   box->ctl = -1;
+  box->release = -1;
   box->pending_fd[0] = box->pending_fd[1] = -1;
   box->workload_pidfd = -1;
   ks_chan_init(&box->chan);
@@ -95,6 +96,12 @@ void ks_box_free(struct ks_box *box) {
     ks_ws_watch_abandon(box->req.watch, &box->wcall);
   if (box->ctl >= 0)
     ks_close_keep_errno(box->ctl);
+  if (box->release >= 0) {
+    /* The init waits for this after its report: now it may exit, and kern's
+     * teardown begins (the caller has the result). */
+    (void) shutdown(box->release, SHUT_WR);
+    ks_close_keep_errno(box->release);
+  }
   for (int i = 0; i < 2; i++) {
     if (box->pending_fd[i] >= 0)
       ks_close_keep_errno(box->pending_fd[i]);
@@ -427,6 +434,7 @@ static void ks__forget_now(struct ks_sup *sup, struct ks_box *marker);
 static void ks__spawn_box(struct ks_sup *sup, struct ks_box *box) {
   int pipes[KS__BOX_PIPES][2];
   int chan[2] = {-1, -1};
+  bool shared = false; /* chan is the caller's (terms.shareChannel) */
   _cleanup_close_ int envfd = -1;
   struct ks_spawn_plan plan;
   struct ks_err err;
@@ -456,6 +464,7 @@ static void ks__spawn_box(struct ks_sup *sup, struct ks_box *box) {
     chan[0] = box->req.chan[0];
     chan[1] = box->req.chan[1];
     box->req.chan_given = false;
+    shared = true;
   } else if (r == 0 && box->req.channel) {
     /* The init's channel, on kern's stdin (which kern hands to the box). */
     if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, chan) < 0)
@@ -510,6 +519,13 @@ static void ks__spawn_box(struct ks_sup *sup, struct ks_box *box) {
       box->ctl_watch.kind = KS__W_CTL;
       box->ctl_watch.owner = box;
       r = ks__watch_add(sup, box->ctl, &box->ctl_watch);
+      /* A parked box whose caller sends the spec itself says nothing before
+       * its TAKEN, which we need only when the box ends (ks__finish_box
+       * reads it then) or once a claim has taken it over (which watches
+       * for it again): waking for it would only take the CPU the call's
+       * workload is starting on. */
+      if (r == 0 && shared && box->req.park_key != 0)
+        r = ks__watch_mod(sup, box->ctl, &box->ctl_watch, 0);
     }
     if (r < 0) {
       ks_err_set(&err, -r, "epoll_ctl", NULL);
@@ -706,6 +722,8 @@ static void ks__settle_early(struct ks_sup *sup, struct ks_box *box, uint64_t no
   ks__usage_from_report(box, rep);
   box->res.duration_ns = now - box->start_ns;
   box->res.settled_early = true;
+  if (box->ctl >= 0)
+    box->release = fcntl(box->ctl, F_DUPFD_CLOEXEC, 3);
   tail = ks__tail_adopt(sup, box, now);
   ks__live_unlink(sup, box);
   ks__after_box(sup, box); /* the call first: arming the tail is 5 syscalls */
@@ -965,7 +983,6 @@ static struct ks__tail *ks__tail_adopt(struct ks_sup *sup, struct ks_box *box, u
   }
   t->fd[KS__BOX_PIPES] = box->ctl;
   box->ctl = -1;
-  t->release_ns = now + KS__TAIL_RELEASE_NS;
   t->deadline_ns = now + KS__TAIL_GRACE_NS;
   t->exec_fd = box->req.exec_fd;
   box->req.exec_fd = 0;
@@ -1180,13 +1197,9 @@ static void ks__sweep(struct ks_sup *sup, uint64_t now) {
   ks__cells_sweep(sup, now);
   for (struct ks__tail *t = sup->tails, *next; t != NULL; t = next) {
     next = t->next;
-    if (t->reaped) {
+    if (t->reaped)
       ks__tail_free(sup, t);
-      continue;
-    }
-    if (now >= t->release_ns)
-      ks__watch_close(sup, &t->fd[KS__BOX_PIPES]); /* the init may exit */
-    if (now >= t->deadline_ns)
+    else if (now >= t->deadline_ns)
       ks__tail_expire(sup, t, now);
   }
   while (a != NULL) {
@@ -1213,10 +1226,8 @@ static int ks__next_timeout_ms(struct ks_sup *sup, uint64_t now) {
       next = a->deadline_ns;
   }
   for (struct ks__tail *t = sup->tails; t != NULL; t = t->next) {
-    uint64_t when = t->fd[KS__BOX_PIPES] >= 0 && t->release_ns < t->deadline_ns ? t->release_ns
-                                                                                 : t->deadline_ns;
-    if (when < next)
-      next = when;
+    if (t->deadline_ns < next)
+      next = t->deadline_ns;
   }
   {
     uint64_t c = ks__cells_next_deadline(sup);
