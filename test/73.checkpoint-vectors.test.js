@@ -619,7 +619,7 @@ describe("checkpoint vectors (A9, A12, A14, A15)", function () {
           "open('f', 'w').write('deep')",
         ].join("\n")], { cwd: dws });
         const dest = path.join(out, "deeper.tgz");
-        const fds0 = h.openFds();
+        const fds0 = await h.settledFds();
         const t0 = Date.now();
         assert.throws(() => s.snapshot(dest), (e) => {
           assert.ok(e instanceof SandboxError, String(e));

@@ -16,7 +16,6 @@ const { isDeepStrictEqual } = require("util");
 const { execFileSync } = require("child_process");
 const { Sandbox, SandboxError } = require("..");
 const binding = require("../lib/binding");
-const { watchClosesSettled } = require("../lib/session");
 const h = require("./lib/harness");
 const probe = require("./fixtures/scripts/ws-probe");
 const attack = require("./fixtures/scripts/ws-attack");
@@ -679,7 +678,7 @@ describe("workspace I/O against a hostile workspace", function () {
       "    for i in range(1000):\n        open('f%d/%04d' % (d, i), 'w').write('x' * (i % 7))\n" +
       "os.makedirs('/'.join(['d'] * 300))\nopen('/'.join(['d'] * 300 + ['leaf']), 'w').write('deep')\"");
     const deepLeaf = `${"d/".repeat(300)}leaf`;
-    const fds0 = h.openFds();
+    const fds0 = await h.settledFds();
     const t0 = Date.now();
     const list = await sbx.listFiles();
     const ms = Date.now() - t0;
@@ -729,8 +728,7 @@ describe("workspace I/O against a hostile workspace", function () {
       // go when it exits), and the pool refilling: count from after that.
       await h.sleep(20);
       assert.ok(await h.waitFor(() => binding.liveBoxes() <= 1, 5000), "the pool's old box is gone");
-      await watchClosesSettled();
-      const fds0 = h.openFds();
+      const fds0 = await h.settledFds();
       await bothModes(owned, ownedWs, [
         { op: "list", path: "ok", expect: "ok", want: [{ path: okPath, size: 1 }] },
         { op: "list", path: "no", expect: "ENAMETOOLONG", syscall: "walk" },

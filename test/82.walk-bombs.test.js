@@ -253,7 +253,7 @@ describe("A25: walk bombs", function () {
       assert.deepStrictEqual(r1.files, [{ path: deepest, size: 1, change: "created" }]);
       assert.deepStrictEqual(await sbx.listFiles(), [{ path: deepest, size: 1, change: "created" }]);
 
-      const fds0 = h.openFds();
+      const fds0 = await h.settledFds();
       const t0 = Date.now();
       const r2 = await ok(sbx, chain("deep", 10000, "f"));
       const runMs = Date.now() - t0;
@@ -267,7 +267,7 @@ describe("A25: walk bombs", function () {
       await ok(sbx, chain("bare", 10000, ""));
       walkError(await sbx.listFiles("bare").then(() => null, (e) => e), "ENAMETOOLONG");
       assert.deepStrictEqual(await sbx.listFiles("m"), [{ path: deepest, size: 1, change: "created" }]);
-      assert.strictEqual(h.openFds(), fds0, "no descriptor left open");
+      assert.strictEqual(await h.settledFds(), fds0, "no descriptor left open");
 
       // Recovery: once the chains are gone, runs list again.
       const r3 = await ok(sbx, ["rm", "-rf", "deep", "bare"]);

@@ -165,6 +165,23 @@ function openFds() {
   return fs.readdirSync("/proc/self/fd").length;
 }
 
+/** openFds() once the engine's own passing descriptors are gone: a kern
+ * still tearing down a box whose call settled at the init's report (it
+ * holds the box's pipes until it exits, after the caller has the result), a
+ * compile box, a pool box being replaced. For tests that count a call's
+ * descriptors from just after a call. */
+async function settledFds() {
+  await require("../../lib/session").watchClosesSettled();
+  let n = openFds();
+  for (let i = 0; i < 100; i++) {
+    await sleep(10);
+    const m = openFds();
+    if (m === n && require("../../lib/binding").tailBoxes() === 0) break;
+    n = m;
+  }
+  return n;
+}
+
 function sleep(ms) {
   return new Promise((r) => setTimeout(r, ms));
 }
@@ -311,7 +328,7 @@ function cleanup() {
 }
 
 module.exports = {
-  repo, testRoot, fakeKern, stateDir, recordedArgv, boxCommand, isPrewarmBox, isCompileBox, settledLiveBoxes, cpuTicks, clearState, tmpDir, children,
+  repo, testRoot, fakeKern, stateDir, settledFds, recordedArgv, boxCommand, isPrewarmBox, isCompileBox, settledLiveBoxes, cpuTicks, clearState, tmpDir, children,
   processes, processesUsing, processesWith, processesIn, openFds, sleep, waitFor, skip, cleanup,
   addonFlavour, childAddonFlavour, underSanitizer, startWait, jsBound, killAll, mountTmpfs, umount, have, exitOf, closeOf, firstOutput, note, privateKern,
   tmpAfterSweep,
