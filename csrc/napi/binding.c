@@ -160,10 +160,13 @@ static void ks__env_cleanup(void *arg) {
 
 static void ks__addon_finalize(napi_env env, void *data, void *hint) {
   struct ks_addon *addon = data;
-  (void) env;
   (void) hint;
   ks_addon_shutdown(addon);
   ks_addon_drop_held(addon);
+  /* Node frees no reference an addon made (only unlinks it at teardown),
+   * and instance data is finalized before those are unlinked. */
+  if (addon->make_raw != NULL)
+    (void) napi_delete_reference(env, addon->make_raw);
   free(addon);
 }
 
