@@ -388,13 +388,9 @@ class Sandbox {
       st.pool.refill(0, kind, null);
       return;
     }
-    const envFile = envFileContent(o.env);
-    const { flagsKey } = boxArgv({ ...o, timeoutS: o.timeoutS + IDLE_MS / 1000 }, {
-      kern: this.#kern, name: "x", workspace: st.ws, isSetup: false,
-      depsDirExists: depsDirExistsSync(st, o), envFd: binding.ENV_FD,
-      command: [], initDir: st.initDir,
-    });
-    st.pool.refill(o.prewarm, kind, this.#poolKey(o, flagsKey, envFile));
+    // (The key masks kern's backstop, which a parked box has longer.)
+    const { poolKey } = this.#boxFlags(st, o, {}, false, depsDirExistsSync(st, o));
+    st.pool.refill(o.prewarm, kind, poolKey);
   }
 
   /**
@@ -708,8 +704,6 @@ class Sandbox {
   }
 }
 
-/** A public field's value as it is now: arrays and plain objects copied
- * (one level: their items are strings, or functions). */
 // A claim's argv frame up to this size is written to the parked box's
 // channel by the calling thread (a fresh socket's buffer takes ~200 KiB).
 const DIRECT_SPEC_MAX = 64 * 1024;
@@ -731,6 +725,8 @@ function closeChannel(box) {
   box.channel = -1;
 }
 
+/** A public field's value as it is now: arrays and plain objects copied
+ * (one level: their items are strings, or functions). */
 function snapshotOf(v) {
   if (Array.isArray(v)) return [...v];
   if (v !== null && typeof v === "object" && !(v instanceof AbortSignal)) return { ...v };

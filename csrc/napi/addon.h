@@ -40,6 +40,9 @@ bool ks_addon_hold(napi_env env, struct ks_addon *addon, int fd, char *own_dir);
  * someone else by now. */
 bool ks_addon_release(struct ks_addon *addon, int fd);
 
+/* Whether fd is a descriptor a session (or a prewarm box's channel) holds. */
+bool ks_addon_holds(const struct ks_addon *addon, int fd);
+
 /* At teardown, after the boxes are gone: removes the created workspaces
  * still held and closes every held descriptor. */
 void ks_addon_drop_held(struct ks_addon *addon);

@@ -132,6 +132,14 @@ bool ks_addon_release(struct ks_addon *addon, int fd) {
   return false;
 }
 
+bool ks_addon_holds(const struct ks_addon *addon, int fd) {
+  for (size_t i = 0; i < addon->nheld; i++) {
+    if (addon->held[i].fd == fd)
+      return true;
+  }
+  return false;
+}
+
 void ks_addon_drop_held(struct ks_addon *addon) {
   for (size_t i = 0; i < addon->nheld; i++) {
     struct ks_held *h = &addon->held[i];

@@ -40,7 +40,6 @@
  * (~5-10 ms) this long, then killed and `kern stop`ped like a timed-out one:
  * close() promises no kern of the session 500 ms after it. */
 #define KS__TAIL_GRACE_NS (400 * KS__MS)
-
 #define KS__MAX_EVENTS 64
 
 enum ks__watch_kind {
