@@ -276,7 +276,7 @@ describe("host faults", function () {
           typeof d.error.syscall === "string") ||
           (d.fault === "startup_failed") || (d.stdout === "during\n" && d.exitCode === 0),
         `${bomb}: during the bomb: ${JSON.stringify(d)}`);
-        assert.strictEqual(r.leftover, 0, `${bomb}: ${r.leftover} tasks of the bomb outlived its run`);
+        assert.strictEqual(r.leftover, 0, `${bomb}: ${r.leftover} tasks of the bomb outlived its run: ${JSON.stringify(r.left)}`);
         assert.deepStrictEqual(r.after, { exitCode: 0, fault: null, stdout: "after\n" }, `${bomb}: recovery`);
         // The host was never short of tasks: root forks as before.
         assert.strictEqual(execFileSync("sh", ["-c", "echo host"], { encoding: "utf8" }), "host\n");
