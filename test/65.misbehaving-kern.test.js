@@ -6,7 +6,7 @@ const assert = require("assert");
 const fs = require("fs");
 const { execFileSync } = require("child_process");
 const path = require("path");
-const { runCode } = require("..");
+const { runCode, Sandbox } = require("..");
 const binding = require("../lib/binding");
 const h = require("./lib/harness");
 
@@ -58,6 +58,85 @@ describe("a misbehaving kern", function () {
     // die with the box's pid namespace. Clean it up here.
     h.killAll(h.processesUsing(h.fakeKern()));
   });
+
+  describe("C3 (kern's watchdog): a child of kern in a session of its own dies with a killed box",
+    function () {
+      // A real kern forks a watchdog for its --timeout that calls setsid():
+      // a SIGKILL of kern leaves it running, for the rest of the box's
+      // --timeout when it could not pin the box's PID 1 in time (a day for a
+      // kernel's box). fake:watchdog forks one the same way; it sleeps for
+      // the --timeout (at least 6 s here) unless someone kills it.
+      let ws;
+      beforeEach(function () {
+        ws = h.tmpDir("watchdog-");
+      });
+      afterEach(function () {
+        h.killAll(h.processesWith(ws)); // whatever a failed test left
+      });
+      // The double's processes for this workspace; the watchdog is the one
+      // that leads a session of its own.
+      const ofBox = () => h.processes().filter((p) => p.argv.includes(ws) && p.state !== "Z" &&
+        p.exe === h.fakeKern());
+      const watchdogUp = () => ofBox().some((p) => p.sid === p.pid &&
+        ofBox().some((k) => k.pid === p.ppid));
+      const goneSoon = async (what) => {
+        assert.ok(await h.waitFor(() => ofBox().length === 0, 500),
+          `${what}: left ${JSON.stringify(ofBox().map((p) => [p.pid, p.ppid, p.sid]))}`);
+      };
+
+      it("at its deadline", async function () {
+        const s = await new Sandbox({ image: "fake:watchdog", workspace: ws, timeoutS: 0.5, prewarm: 0 })
+          .open();
+        try {
+          const p = s.run(["sleep", "30"]);
+          assert.ok(await h.waitFor(watchdogUp, 2000), "positive control: the watchdog runs");
+          const r = await p;
+          assert.strictEqual(r.fault?.type, "timeout");
+          await goneSoon("deadline");
+        } finally {
+          await s.close();
+        }
+      });
+
+      it("by an abort", async function () {
+        const s = await new Sandbox({ image: "fake:watchdog", workspace: ws, prewarm: 0 }).open();
+        try {
+          const ac = new AbortController();
+          const p = s.run(["sleep", "30"], { signal: ac.signal });
+          assert.ok(await h.waitFor(watchdogUp, 2000), "positive control: the watchdog runs");
+          ac.abort();
+          await assert.rejects(p, { name: "AbortError" });
+          await goneSoon("abort");
+        } finally {
+          await s.close();
+        }
+      });
+
+      it("by close() while it waits as a prewarmed box", async function () {
+        const s = await new Sandbox({ image: "fake:watchdog", workspace: ws, prewarm: 1 }).open();
+        let closed = false;
+        try {
+          assert.ok(await h.waitFor(watchdogUp, 2000), "positive control: the parked box's watchdog runs");
+          await s.close();
+          closed = true;
+          await goneSoon("close");
+        } finally {
+          if (!closed) await s.close();
+        }
+      });
+
+      it("control: at a normal end kern kills its watchdog itself", async function () {
+        const s = await new Sandbox({ image: "fake:watchdog", workspace: ws, prewarm: 0 }).open();
+        try {
+          const p = s.run(["sh", "-c", "sleep 0.3; echo out"]);
+          assert.ok(await h.waitFor(watchdogUp, 2000), "positive control: the watchdog runs");
+          assert.strictEqual((await p).stdout, "out\n");
+          await goneSoon("normal end");
+        } finally {
+          await s.close();
+        }
+      });
+    });
 
   it("a kern that ignores SIGTERM is still killed at the deadline", async function () {
     const r = await sh("trap '' TERM; sleep 30", { image: "fake:ignore-term", timeoutS: 0.5 });

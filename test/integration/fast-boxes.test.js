@@ -77,6 +77,86 @@ describe("integration: fast boxes with a real kern (issue 16)", function () {
     }
   });
 
+  describe("E4 with a real kern: a claim whose argv the calling thread sent itself runs once, " +
+    "wherever it ran", function () {
+    // test/42 runs these against the double; here kern's own box, PID
+    // namespace and teardown decide when the parked box is gone.
+    const binding = require("../../lib/binding");
+    const fs = require("fs");
+    const path = require("path");
+    const SCRIPT = "echo ran >> count; sleep 0.2; exit 3";
+    let ws;
+    let s;
+    let orig;
+    beforeEach(async function () {
+      ws = h.tmpDir("claim-real-");
+      s = await new kern.Sandbox({ prewarm: 1, workspace: ws }).open();
+      await s.run(["true"]); // the pool's kind: boxes that wait for an argv
+      assert.ok(await h.waitFor(() => binding.liveBoxes() === 1 && binding.tailBoxes() === 0, 5000),
+        "one box parked");
+      await h.sleep(300); // its init is up and waiting
+      orig = { run: binding.run, sendSpec: binding.sendSpec };
+    });
+    afterEach(async function () {
+      if (orig) Object.assign(binding, orig);
+      if (s) await s.close();
+      fs.rmSync(ws, { recursive: true, force: true });
+    });
+    const count = () => fs.readFileSync(path.join(ws, "count"), "utf8");
+    const waitingInit = () => h.processes().some((p) => p.state !== "Z" && p.argv.includes("ks-init") &&
+      p.argv.includes("--wait"));
+    const killParked = () => {
+      for (const p of kernsWith(ws)) process.kill(p.pid, "SIGKILL");
+    };
+
+    it("positive control: untouched, the call runs in the prewarmed box", async function () {
+      assert.ok(waitingInit(), "the parked box's init waits for an argv");
+      const r = await s.run(["sh", "-c", SCRIPT]);
+      assert.strictEqual(r.exitCode, 3);
+      assert.strictEqual(s[POOL_STATS]().prewarmedRuns, 1);
+      assert.strictEqual(count(), "ran\n");
+    });
+
+    it("the box is killed after its init took the argv: the call ran there, and only there",
+      async function () {
+        binding.run = function (...args) {
+          const terms = args[14];
+          if (terms === null || terms.specSent !== true) return orig.run.apply(this, args);
+          return (async () => {
+            assert.ok(await h.waitFor(() => fs.existsSync(path.join(ws, "count")), 5000));
+            killParked();
+            assert.ok(await h.waitFor(() => binding.liveBoxes() === 0, 5000), "the parked box ended");
+            return orig.run.apply(this, args); // finds no parked box: `missed`
+          })();
+        };
+        const r = await s.run(["sh", "-c", SCRIPT]);
+        await h.sleep(400); // a second run, if there were one, would have written by now
+        assert.strictEqual(count(), "ran\n");
+        assert.notStrictEqual(r.exitCode, 3, JSON.stringify(r));
+        assert.strictEqual(r.fault?.type, "killed", JSON.stringify(r));
+      });
+
+    it("the box is killed before its init could take the argv: the call runs cold, once",
+      async function () {
+        assert.ok(waitingInit(), "positive control: the parked box's init is there");
+        let sent = null;
+        binding.sendSpec = function (fd, frame) {
+          killParked();
+          // Blocking this thread until none of the box is left: the send
+          // comes before the JS thread could hear that it ended.
+          const until = Date.now() + 5000;
+          while ((kernsWith(ws).length > 0 || waitingInit()) && Date.now() < until);
+          sent = orig.sendSpec.call(this, fd, frame);
+          return sent;
+        };
+        const r = await s.run(["sh", "-c", SCRIPT]);
+        assert.strictEqual(sent, -1, "the channel of a dead box takes nothing");
+        assert.strictEqual(r.exitCode, 3, JSON.stringify(r));
+        assert.strictEqual(s[POOL_STATS]().prewarmedRuns, 0);
+        assert.strictEqual(count(), "ran\n");
+      });
+  });
+
   it("an idle prewarmed box uses 0% CPU over 10 s; no kern of the session 500 ms after close()",
     async function () {
       const tag = `ks-idle-${crypto.randomBytes(4).toString("hex")}`;

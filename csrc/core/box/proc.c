@@ -18,6 +18,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -654,12 +655,88 @@ static int ks__reap_detached(struct ks_proc *p) {
   return 0;
 }
 
+/* The parent pid of pid, from /proc, or -1. */
+static pid_t ks__parent_of(pid_t pid) {
+  char path[64], buf[512];
+  const char *close_paren;
+  ssize_t len;
+  int fd, ppid;
+  char state;
+
+  (void) snprintf(path, sizeof path, "/proc/%d/stat", (int) pid);
+  fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return -1;
+  len = read(fd, buf, sizeof buf - 1);
+  ks_close_keep_errno(fd);
+  if (len <= 0)
+    return -1;
+  buf[len] = '\0';
+  /* The name in parentheses may hold anything, ')' included. */
+  close_paren = strrchr(buf, ')');
+  if (close_paren == NULL || sscanf(close_paren + 1, " %c %d", &state, &ppid) != 2)
+    return -1;
+  return (pid_t) ppid;
+}
+
+/* Pidfds (at most max) of p's direct children, read while p is alive and
+ * unreaped: each is kept only if, once pinned, it still names a child of p
+ * (never a reused pid). Best effort: none without /proc or pidfds. */
+static int ks__pin_children(const struct ks_proc *p, int *pidfds, int max) {
+  char path[64], buf[1024];
+  char *s, *end;
+  ssize_t len;
+  int fd, n = 0;
+
+  if (p->reaped || p->pid <= 0)
+    return 0;
+  (void) snprintf(path, sizeof path, "/proc/%d/task/%d/children", (int) p->pid, (int) p->pid);
+  fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return 0;
+  len = read(fd, buf, sizeof buf - 1);
+  ks_close_keep_errno(fd);
+  if (len <= 0)
+    return 0;
+  buf[len] = '\0';
+  for (s = buf; n < max; s = end) {
+    long pid = strtol(s, &end, 10);
+    int pidfd;
+    if (end == s)
+      break;
+    if (pid <= 0 || pid > INT_MAX)
+      continue;
+    pidfd = ks_sys_pidfd_open((pid_t) pid, 0);
+    if (pidfd < 0)
+      continue;
+    if (ks__parent_of((pid_t) pid) != p->pid) {
+      ks_close_keep_errno(pidfd);
+      continue;
+    }
+    pidfds[n++] = pidfd;
+  }
+  return n;
+}
+
+#define KS__KILL_TREE_MAX 16
+
+void ks_proc_kill_tree(struct ks_proc *p) {
+  int kids[KS__KILL_TREE_MAX];
+  int n = ks__pin_children(p, kids, KS__KILL_TREE_MAX);
+
+  (void) ks_proc_signal_group(p, SIGKILL);
+  (void) ks_proc_signal(p, SIGKILL);
+  for (int i = 0; i < n; i++) {
+    (void) ks_sys_pidfd_send_signal(kids[i], SIGKILL, 0);
+    ks_close_keep_errno(kids[i]);
+  }
+}
+
 void ks_proc_kill_and_release(struct ks_proc *p, int wait_ms) {
   int status;
 
   if (!p->reaped) {
-    (void) ks_proc_signal_group(p, SIGKILL);
-    (void) ks_proc_signal(p, SIGKILL);
+    ks_proc_kill_tree(p);
     if (p->pidfd >= 0 && wait_ms > 0) {
       struct pollfd pfd = {.fd = p->pidfd, .events = POLLIN};
       while (poll(&pfd, 1, wait_ms) < 0 && errno == EINTR) {

@@ -68,8 +68,17 @@ int ks_proc_signal_group(struct ks_proc *p, int sig);
  * status) when reaped, 0 if still running, or a negative errno. */
 int ks_proc_try_reap(struct ks_proc *p, int *ret_status, struct rusage *ret_usage);
 
-/* SIGKILLs the child and its group if still unreaped and reaps it if it
- * ends within wait_ms; a child that has not (frozen, or in uninterruptible
+/* SIGKILLs the child, its process group and its direct children outside
+ * that group, while the child is unreaped. kern's watchdog of a foreground
+ * --timeout calls setsid(): a SIGKILL of kern leaves it running, for the
+ * rest of the box's --timeout (a day for a kernel's box) when it could not
+ * pin the box's PID 1 in time (kern bc2026a, spawn_foreground_timeout).
+ * Its children are pinned by pidfd before kern dies (afterwards they are
+ * no longer listed as its children), so no reused pid is ever signalled. */
+void ks_proc_kill_tree(struct ks_proc *p);
+
+/* SIGKILLs the child and what it forked (ks_proc_kill_tree) if still
+ * unreaped and reaps it if it ends within wait_ms; a child that has not (frozen, or in uninterruptible
  * sleep) is waited for by a detached thread. Never blocks longer than
  * wait_ms. Leaves *p closed (KS_PROC_INIT). For the supervisor, which must
  * never stall on one child. */

@@ -1041,8 +1041,7 @@ static void ks__tail_on_exit(struct ks_sup *sup, struct ks__tail *t) {
 
 /* kern's teardown outlived the grace: killed, reaped as a helper, stopped. */
 static void ks__tail_expire(struct ks_sup *sup, struct ks__tail *t, uint64_t now) {
-  (void) ks_proc_signal_group(&t->proc, SIGKILL);
-  (void) ks_proc_signal(&t->proc, SIGKILL);
+  ks_proc_kill_tree(&t->proc);
   (void) epoll_ctl(sup->epfd, EPOLL_CTL_DEL, t->proc.pidfd, NULL);
   ks__aux_adopt(sup, &t->proc, now + KS__KILL_GRACE_NS);
   if (t->stop_argv != NULL)
@@ -1109,9 +1108,9 @@ void ks__kill_box(struct ks_sup *sup, struct ks_box *box, uint64_t now, bool tim
     box->res.cancelled = true;
   box->kill_deadline_ns = now + KS__KILL_GRACE_NS;
   /* Group first, while kern (unreaped) still pins the group id. kern's
-   * die-with-parent chain takes the box down with it. */
-  (void) ks_proc_signal_group(&box->proc, SIGKILL);
-  (void) ks_proc_signal(&box->proc, SIGKILL);
+   * die-with-parent chain takes the box down with it; its watchdog, in a
+   * session of its own, is killed with it (ks_proc_kill_tree). */
+  ks_proc_kill_tree(&box->proc);
 }
 
 /* kern outlived its SIGKILL by the grace period: it is frozen, or stuck in
@@ -1313,19 +1312,13 @@ static void ks__teardown(struct ks_sup *sup, struct ks_box *pending) {
    * of its own, so a frozen kern never holds up process exit or a Worker's
    * end. */
   for (struct ks_box *box = sup->live; box != NULL; box = box->next) {
-    if (!box->exited) {
-      (void) ks_proc_signal_group(&box->proc, SIGKILL);
-      (void) ks_proc_signal(&box->proc, SIGKILL);
-    }
+    if (!box->exited)
+      ks_proc_kill_tree(&box->proc);
   }
-  for (struct ks__aux *a = sup->aux; a != NULL; a = a->next) {
-    (void) ks_proc_signal_group(&a->proc, SIGKILL);
-    (void) ks_proc_signal(&a->proc, SIGKILL);
-  }
-  for (struct ks__tail *t = sup->tails; t != NULL; t = t->next) {
-    (void) ks_proc_signal_group(&t->proc, SIGKILL);
-    (void) ks_proc_signal(&t->proc, SIGKILL);
-  }
+  for (struct ks__aux *a = sup->aux; a != NULL; a = a->next)
+    ks_proc_kill_tree(&a->proc);
+  for (struct ks__tail *t = sup->tails; t != NULL; t = t->next)
+    ks_proc_kill_tree(&t->proc);
   budget_end = ks__now_ns() + KS__TEARDOWN_WAIT_NS;
   while (sup->live != NULL) {
     struct ks_box *box = sup->live;
