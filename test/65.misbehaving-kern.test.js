@@ -65,7 +65,10 @@ describe("a misbehaving kern", function () {
       // a SIGKILL of kern leaves it running, for the rest of the box's
       // --timeout when it could not pin the box's PID 1 in time (a day for a
       // kernel's box). fake:watchdog forks one the same way; it sleeps for
-      // the --timeout (at least 6 s here) unless someone kills it.
+      // the --timeout (at least 6 s here) unless someone kills it. A parked
+      // box's watchdog is pinned when the box has started (the close()
+      // test); a running box's, when it is killed (deadline, abort): with
+      // either way turned off in the engine, its tests fail.
       let ws;
       beforeEach(function () {
         ws = h.tmpDir("watchdog-");

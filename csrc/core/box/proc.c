@@ -679,27 +679,25 @@ static pid_t ks__parent_of(pid_t pid) {
   return (pid_t) ppid;
 }
 
-/* Pidfds (at most max) of p's direct children, read while p is alive and
- * unreaped: each is kept only if, once pinned, it still names a child of p
- * (never a reused pid). Best effort: none without /proc or pidfds. */
-static int ks__pin_children(const struct ks_proc *p, int *pidfds, int max) {
+void ks_proc_pin_kids(const struct ks_proc *p, struct ks_proc_kids *kids) {
   char path[64], buf[1024];
   char *s, *end;
   ssize_t len;
-  int fd, n = 0;
+  int fd;
 
+  ks_proc_kids_close(kids);
   if (p->reaped || p->pid <= 0)
-    return 0;
+    return;
   (void) snprintf(path, sizeof path, "/proc/%d/task/%d/children", (int) p->pid, (int) p->pid);
   fd = open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0)
-    return 0;
+    return;
   len = read(fd, buf, sizeof buf - 1);
   ks_close_keep_errno(fd);
   if (len <= 0)
-    return 0;
+    return;
   buf[len] = '\0';
-  for (s = buf; n < max; s = end) {
+  for (s = buf; kids->n < KS_PROC_KIDS_MAX; s = end) {
     long pid = strtol(s, &end, 10);
     int pidfd;
     if (end == s)
@@ -713,30 +711,35 @@ static int ks__pin_children(const struct ks_proc *p, int *pidfds, int max) {
       ks_close_keep_errno(pidfd);
       continue;
     }
-    pidfds[n++] = pidfd;
+    kids->fd[kids->n++] = pidfd;
   }
-  return n;
 }
 
-#define KS__KILL_TREE_MAX 16
+void ks_proc_kids_close(struct ks_proc_kids *kids) {
+  for (int i = 0; i < kids->n; i++)
+    ks_close_keep_errno(kids->fd[i]);
+  kids->n = 0;
+}
 
-void ks_proc_kill_tree(struct ks_proc *p) {
-  int kids[KS__KILL_TREE_MAX];
-  int n = ks__pin_children(p, kids, KS__KILL_TREE_MAX);
+void ks_proc_kill_tree(struct ks_proc *p, struct ks_proc_kids *kids) {
+  struct ks_proc_kids now = {.n = 0};
 
+  if (kids == NULL || kids->n == 0) {
+    ks_proc_pin_kids(p, &now);
+    kids = &now;
+  }
   (void) ks_proc_signal_group(p, SIGKILL);
   (void) ks_proc_signal(p, SIGKILL);
-  for (int i = 0; i < n; i++) {
-    (void) ks_sys_pidfd_send_signal(kids[i], SIGKILL, 0);
-    ks_close_keep_errno(kids[i]);
-  }
+  for (int i = 0; i < kids->n; i++)
+    (void) ks_sys_pidfd_send_signal(kids->fd[i], SIGKILL, 0);
+  ks_proc_kids_close(kids);
 }
 
 void ks_proc_kill_and_release(struct ks_proc *p, int wait_ms) {
   int status;
 
   if (!p->reaped) {
-    ks_proc_kill_tree(p);
+    ks_proc_kill_tree(p, NULL);
     if (p->pidfd >= 0 && wait_ms > 0) {
       struct pollfd pfd = {.fd = p->pidfd, .events = POLLIN};
       while (poll(&pfd, 1, wait_ms) < 0 && errno == EINTR) {

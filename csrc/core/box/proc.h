@@ -68,14 +68,31 @@ int ks_proc_signal_group(struct ks_proc *p, int sig);
  * status) when reaped, 0 if still running, or a negative errno. */
 int ks_proc_try_reap(struct ks_proc *p, int *ret_status, struct rusage *ret_usage);
 
+/* A child's own children outside its process group, pinned by pidfd. */
+#define KS_PROC_KIDS_MAX 16
+struct ks_proc_kids {
+  int n;
+  int fd[KS_PROC_KIDS_MAX];
+};
+
+/* Pins p's direct children (best effort: none without /proc or pidfds),
+ * read while p is alive and unreaped: each pidfd is kept only if, once
+ * taken, it still names a child of p, never a reused pid. Replaces what
+ * kids held. */
+void ks_proc_pin_kids(const struct ks_proc *p, struct ks_proc_kids *kids);
+
+/* Closes what kids pinned. */
+void ks_proc_kids_close(struct ks_proc_kids *kids);
+
 /* SIGKILLs the child, its process group and its direct children outside
  * that group, while the child is unreaped. kern's watchdog of a foreground
  * --timeout calls setsid(): a SIGKILL of kern leaves it running, for the
  * rest of the box's --timeout (a day for a kernel's box) when it could not
  * pin the box's PID 1 in time (kern bc2026a, spawn_foreground_timeout).
- * Its children are pinned by pidfd before kern dies (afterwards they are
- * no longer listed as its children), so no reused pid is ever signalled. */
-void ks_proc_kill_tree(struct ks_proc *p);
+ * The children are those pinned ahead in kids (a parked box's, pinned off
+ * any call's path; closed here) or, with none, pinned now: before the
+ * child dies, since afterwards they are no longer listed as its own. */
+void ks_proc_kill_tree(struct ks_proc *p, struct ks_proc_kids *kids);
 
 /* SIGKILLs the child and what it forked (ks_proc_kill_tree) if still
  * unreaped and reaps it if it ends within wait_ms; a child that has not (frozen, or in uninterruptible

@@ -91,6 +91,8 @@ struct ks_box {
   struct ks_box *next;
   struct ks_box *prev;
   struct ks_proc proc;
+  struct ks_proc_kids kids; /* a parked box's kern's children (its watchdog), pinned once
+                             * it started: ks_proc_kill_tree needs no /proc read then */
   int fd[KS__BOX_PIPES];
   bool pipe_grown[2]; /* stdout/stderr pipe enlarged for a heavy writer */
   struct ks__watch watch[KS__BOX_PIPES + 1];

@@ -91,6 +91,7 @@ struct ks_box_result *ks_box_result(struct ks_box *box) { return &box->res; }
 void ks_box_free(struct ks_box *box) {
   if (box == NULL)
     return;
+  ks_proc_kids_close(&box->kids);
   /* Only at engine shutdown can a box still hold an open call here. */
   if (box->wcall_open)
     ks_ws_watch_abandon(box->req.watch, &box->wcall);
@@ -639,6 +640,11 @@ static void ks__drain_started(struct ks_sup *sup, struct ks_box *box) {
   while (box->fd[2] >= 0) {
     ssize_t n = read(box->fd[2], buf, sizeof buf);
     if (n > 0) {
+      /* kern forked its watchdog before the box, so it is there now: a
+       * parked box's kern's children are pinned here, off any call's path,
+       * and close() of an idle session reads no /proc to kill them. */
+      if (box->parked && box->res.nstarted == 0 && !box->exited && !box->killed)
+        ks_proc_pin_kids(&box->proc, &box->kids);
       for (ssize_t i = 0; i < n; i++) {
         if (box->res.nstarted < sizeof box->res.started)
           box->res.started[box->res.nstarted] = buf[i];
@@ -861,6 +867,8 @@ static bool ks__adopt_parked(struct ks_sup *sup, struct ks_box *box) {
     (void) ks__watch_mod(sup, box->ctl, &box->ctl_watch, EPOLLIN);
   box->proc = p->proc;
   p->proc = (struct ks_proc) KS_PROC_INIT;
+  box->kids = p->kids;
+  p->kids.n = 0;
   for (int i = 0; i < KS__BOX_PIPES; i++) {
     box->fd[i] = p->fd[i];
     p->fd[i] = -1;
@@ -977,6 +985,7 @@ static struct ks__tail *ks__tail_adopt(struct ks_sup *sup, struct ks_box *box, u
   t->path = path;
   t->proc = box->proc;
   box->proc = (struct ks_proc) KS_PROC_INIT;
+  ks_proc_kids_close(&box->kids); /* kern ends its watchdog itself at its exit */
   for (int i = 0; i < KS__BOX_PIPES; i++) {
     t->fd[i] = box->fd[i];
     box->fd[i] = -1;
@@ -1041,7 +1050,7 @@ static void ks__tail_on_exit(struct ks_sup *sup, struct ks__tail *t) {
 
 /* kern's teardown outlived the grace: killed, reaped as a helper, stopped. */
 static void ks__tail_expire(struct ks_sup *sup, struct ks__tail *t, uint64_t now) {
-  ks_proc_kill_tree(&t->proc);
+  ks_proc_kill_tree(&t->proc, NULL);
   (void) epoll_ctl(sup->epfd, EPOLL_CTL_DEL, t->proc.pidfd, NULL);
   ks__aux_adopt(sup, &t->proc, now + KS__KILL_GRACE_NS);
   if (t->stop_argv != NULL)
@@ -1110,7 +1119,7 @@ void ks__kill_box(struct ks_sup *sup, struct ks_box *box, uint64_t now, bool tim
   /* Group first, while kern (unreaped) still pins the group id. kern's
    * die-with-parent chain takes the box down with it; its watchdog, in a
    * session of its own, is killed with it (ks_proc_kill_tree). */
-  ks_proc_kill_tree(&box->proc);
+  ks_proc_kill_tree(&box->proc, &box->kids);
 }
 
 /* kern outlived its SIGKILL by the grace period: it is frozen, or stuck in
@@ -1127,6 +1136,7 @@ static void ks__abandon_kern(struct ks_sup *sup, struct ks_box *box, uint64_t no
 }
 
 static void ks__finish_box(struct ks_sup *sup, struct ks_box *box, struct ks__stop **stops) {
+  ks_proc_kids_close(&box->kids); /* kern has exited: nothing of it to kill */
   ks__ip_drain(sup, box, ks__now_ns());
   ks__ip_box_end(sup, box, box->killed ? "the kernel's box was killed" : "the kernel's box ended");
   /* Whatever is still buffered in the pipes was written before the end. */
@@ -1313,12 +1323,12 @@ static void ks__teardown(struct ks_sup *sup, struct ks_box *pending) {
    * end. */
   for (struct ks_box *box = sup->live; box != NULL; box = box->next) {
     if (!box->exited)
-      ks_proc_kill_tree(&box->proc);
+      ks_proc_kill_tree(&box->proc, &box->kids);
   }
   for (struct ks__aux *a = sup->aux; a != NULL; a = a->next)
-    ks_proc_kill_tree(&a->proc);
+    ks_proc_kill_tree(&a->proc, NULL);
   for (struct ks__tail *t = sup->tails; t != NULL; t = t->next)
-    ks_proc_kill_tree(&t->proc);
+    ks_proc_kill_tree(&t->proc, NULL);
   budget_end = ks__now_ns() + KS__TEARDOWN_WAIT_NS;
   while (sup->live != NULL) {
     struct ks_box *box = sup->live;
