@@ -428,6 +428,12 @@ class Sandbox {
       const { flags, envFile, timeoutS, flagsKey, poolKey, capKey } =
         this.#boxFlags(st, o, call, isSetup, depsDirExists);
       const argv = [this.#kern, "box", name, ...flags, ...coldCommand];
+      // The session may have been closed during the awaits above; its group
+      // is then forgotten once its calls settle, so refuse here (before a
+      // claim's argv can reach its box).
+      if (!st.live)
+        throw new SandboxError("the Sandbox was closed before this call's box could start");
+      if (signal !== null && signal.aborted) throw abortError(signal);
       // The in-box init's terms: settle at its report when kern's cap byte
       // is known, and run in a prewarmed box started with these very options.
       let terms = null;
@@ -443,14 +449,9 @@ class Sandbox {
         if (ready !== null) {
           terms.claimKey = ready.parkKey;
           if (kind === "python") terms.run = run;
-          else sendSpec(ready, init.specFrame(command), terms);
+          else sendSpec(ready, init.specFrame(command), terms, st.watch);
         }
       }
-      // The session may have been closed during the awaits above; its group
-      // is then forgotten once its calls settle, so refuse here.
-      if (!st.live)
-        throw new SandboxError("the Sandbox was closed before this call's box could start");
-      if (signal !== null && signal.aborted) throw abortError(signal);
       // An abort kills this box alone, through the engine's timeout path.
       const cancelKey = signal !== null ? newCancelKey() : 0;
       let cancelled = false;
@@ -710,11 +711,17 @@ const DIRECT_SPEC_MAX = 64 * 1024;
 
 /** Sends a claim's argv frame to the waiting box's channel from this
  * thread: the box starts the call before the engine's thread has even
- * woken, and the rest of the call's setup runs meanwhile. What could not be
- * sent (none, if the box has gone) goes to the engine in terms.spec. */
-function sendSpec(box, frame, terms) {
-  const sent = box.channel >= 0 && frame.length <= DIRECT_SPEC_MAX
-    ? binding.sendSpec(box.channel, frame) : -1;
+ * woken, and the rest of the call's setup runs meanwhile. The call's
+ * change tracking (watch) begins first, here, for the workload may write
+ * before the engine wakes: when the tracker cannot begin at once (events
+ * still to read), the engine sends the frame after its own begin. What
+ * could not be sent (none, if the box has gone) goes to the engine in
+ * terms.spec. */
+function sendSpec(box, frame, terms, watch) {
+  const fits = box.channel >= 0 && frame.length <= DIRECT_SPEC_MAX;
+  const begun = fits && watch !== null ? binding.watchBegin(watch) : null;
+  if (begun !== null) terms.begun = begun;
+  const sent = fits && (watch === null || begun !== null) ? binding.sendSpec(box.channel, frame) : -1;
   closeChannel(box);
   if (sent === frame.length) terms.specSent = true;
   else terms.spec = sent > 0 ? frame.subarray(sent) : frame;

@@ -342,6 +342,27 @@ describe("fast boxes (issue 16)", function () {
           assert.strictEqual(r.fault?.type, "killed", JSON.stringify(r));
         });
 
+        it("what the workload writes before the engine takes the box over is the call's: its " +
+          "change tracking began before the argv went out", async function () {
+          // The submission waits until the workload has written: the engine
+          // has not even seen the claim then.
+          binding.run = function (...args) {
+            const terms = args[14];
+            if (terms === null || terms.specSent !== true) return orig.run.apply(this, args);
+            return (async () => {
+              assert.ok(await h.waitFor(() => fs.existsSync(path.join(ws, "made")), 5000));
+              return orig.run.apply(this, args);
+            })();
+          };
+          fs.writeFileSync(path.join(ws, "pre.txt"), "old\n");
+          await h.sleep(50); // the tracker has read that event: quiet again
+          const r = await s.run(["sh", "-c", "echo x > made; echo new >> pre.txt; sleep 0.3"]);
+          assert.strictEqual(runs(s), 1, "positive control: it ran in the prewarmed box");
+          assert.strictEqual(r.exitCode, 0);
+          assert.deepStrictEqual(r.files.map((f) => [f.path, f.change]).sort(),
+            [["made", "created"], ["pre.txt", "modified"]]);
+        });
+
         it("the box died before its init could take the argv: the call runs cold, once",
           async function () {
             let sent = null;

@@ -82,6 +82,14 @@ export interface InitTerms {
   /** A claim whose whole spec went through sendSpec() already: with no
    * parked box to take over, it settles `missed` and starts nothing. */
   specSent?: boolean;
+  /** The call's change tracking, begun by the caller (watchBegin) before it
+   * sent the claim's argv itself: run() takes it over. */
+  begun?: BegunWatchCall;
+}
+
+/** A call's workspace change tracking begun on the calling thread (watchBegin). */
+export interface BegunWatchCall {
+  readonly __brand: "BegunWatchCall";
 }
 
 /** What one kernel message (its start, a cell, a rollback) came to. */
@@ -170,6 +178,11 @@ export function dropParked(parkKey: number): void;
 /** Writes a claim's argv frame to a parked box's channel (InitTerms.channelFd)
  * without blocking: the bytes sent, or -1 (not such a descriptor, or the box is gone). */
 export function sendSpec(channelFd: number, frame: Buffer): number;
+/** Begins a call's change tracking on this thread, for a claim whose argv
+ * the caller sends itself: null when the tracker has events still to read
+ * (the engine then begins it, and sends the argv after). run() takes it
+ * over through InitTerms.begun; one never taken is abandoned when collected. */
+export function watchBegin(watch: WsWatch): BegunWatchCall | null;
 /** Kerns still tearing down boxes whose calls settled, and kern stop helpers running (tests). */
 export function tailBoxes(): number;
 

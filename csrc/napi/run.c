@@ -585,6 +585,34 @@ static bool ks__get_init_terms(napi_env env, napi_value terms, struct ks_box_req
   return true;
 }
 
+/* terms.begun: the watch call the caller began (watchBegin) before it sent
+ * a claim's argv itself; it must be of this run's watch. */
+static bool ks__take_begun(napi_env env, napi_value terms, struct ks_box_request *req) {
+  napi_valuetype t;
+  napi_value begun;
+
+  if (napi_typeof(env, terms, &t) != napi_ok) {
+    ks_napi_throw_last(env);
+    return false;
+  }
+  if (t != napi_object)
+    return true;
+  if (napi_get_named_property(env, terms, "begun", &begun) != napi_ok ||
+      napi_typeof(env, begun, &t) != napi_ok) {
+    ks_napi_throw_last(env);
+    return false;
+  }
+  if (t == napi_undefined || t == napi_null)
+    return true;
+  if (req->watch == NULL || !ks_napi_take_begun(env, begun, req->watch, &req->begun)) {
+    napi_throw_type_error(env, "ERR_INVALID_ARG_TYPE",
+                          "kern-sandbox: run(): terms.begun is no open call of this run's watch");
+    return false;
+  }
+  req->has_begun = true;
+  return true;
+}
+
 static bool ks__get_request(napi_env env, napi_value *argv, struct ks_box_request *req,
                             int *shared) {
   napi_valuetype t;
@@ -717,7 +745,7 @@ static napi_value ks__run(napi_env env, napi_callback_info info) {
     napi_throw_type_error(env, "ERR_INVALID_ARG_TYPE", "run() takes 15 arguments");
     return NULL;
   }
-  if (!ks__get_request(env, argv, &req, &shared))
+  if (!ks__get_request(env, argv, &req, &shared) || !ks__take_begun(env, argv[14], &req))
     goto fail;
   run = ks_napi_call_new(env, addon, argv + 8, req.stream);
   if (run == NULL)

@@ -40,6 +40,8 @@ static void ks__free_strv(char **v) {
 }
 
 void ks_box_request_free(struct ks_box_request *req) {
+  if (req->has_begun)
+    ks_ws_watch_abandon(req->watch, &req->begun);
   ks_ws_watch_unref(req->watch);
   if (req->exec_fd > 2)
     ks_close_keep_errno(req->exec_fd);
@@ -64,6 +66,11 @@ struct ks_box *ks_box_new(struct ks_box_request *req, void *user) {
     return NULL;
   box->req = *req;
   memset(req, 0, sizeof *req);
+  if (box->req.has_begun) {
+    box->wcall = box->req.begun; /* the call counts from before the argv went out */
+    box->wcall_open = true;
+    box->req.has_begun = false;
+  }
   box->user = user;
   box->proc = (struct ks_proc) KS_PROC_INIT;
   for (int i = 0; i < KS__BOX_PIPES; i++)
@@ -1553,7 +1560,9 @@ int ks_sup_submit(struct ks_sup *sup, struct ks_box *box) {
   pthread_mutex_unlock(&sup->lock);
   /* From here on the box is ours: a shutdown racing with this reports it
    * through on_done as cancelled. */
-  if (box->req.watch != NULL && ks_ws_watch_try_begin(box->req.watch, &box->wcall)) {
+  if (box->wcall_open) {
+    ks__queue_spawn(sup, box); /* begun by the caller (ks_box_request.begun) */
+  } else if (box->req.watch != NULL && ks_ws_watch_try_begin(box->req.watch, &box->wcall)) {
     box->wcall_open = true; /* begun here, at no cost: straight to the spawn */
     ks__queue_spawn(sup, box);
   } else if (box->req.watch != NULL) {

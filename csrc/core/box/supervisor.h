@@ -45,6 +45,10 @@ struct ks_box_request {
   bool stream[2];   /* report chunks of this stream through on_output */
   struct ks_ws_watch *watch; /* the workspace whose changes to report, or NULL;
                               * one reference owned */
+  struct ks_ws_watch_call begun; /* with has_begun: watch's call, begun on the
+                                  * calling thread before a claim's caller sent
+                                  * the box its argv (owned; ended with the box) */
+  bool has_begun;
   uint64_t group;   /* the session it belongs to, for ks_sup_cancel_group; 0: none */
   uint64_t call;    /* a key of its own, for ks_sup_cancel_group too (a call's
                      * AbortSignal kills this box alone); 0: none */
