@@ -318,6 +318,21 @@ describe("fast boxes (issue 16)", function () {
           assert.ok(await h.waitFor(() => binding.liveBoxes() === 0, 5000), "the parked box ended");
         };
 
+        /** Holds back the submission of a claim whose argv the calling
+         * thread sent itself until file exists in the workspace (the
+         * workload wrote it), then runs before() and submits. */
+        const holdSubmission = (file, before = async () => {}) => {
+          binding.run = function (...args) {
+            const terms = args[14];
+            if (terms === null || terms.specSent !== true) return orig.run.apply(this, args);
+            return (async () => {
+              assert.ok(await h.waitFor(() => fs.existsSync(path.join(ws, file)), 5000));
+              await before();
+              return orig.run.apply(this, args);
+            })();
+          };
+        };
+
         it("positive control: untouched, the call runs in the prewarmed box", async function () {
           const r = await s.run(["sh", "-c", SCRIPT]);
           assert.strictEqual(r.exitCode, 3);
@@ -327,15 +342,7 @@ describe("fast boxes (issue 16)", function () {
 
         it("the box dies after its init took the argv: the call ran there, and only there " +
           "(its result is that box's death, never a second run)", async function () {
-          binding.run = function (...args) {
-            const terms = args[14];
-            if (terms === null || terms.specSent !== true) return orig.run.apply(this, args);
-            return (async () => {
-              assert.ok(await h.waitFor(() => fs.existsSync(path.join(ws, "count")), 5000));
-              await killParked();
-              return orig.run.apply(this, args); // finds no parked box: `missed`
-            })();
-          };
+          holdSubmission("count", killParked); // the claim then finds no parked box: `missed`
           const r = await s.run(["sh", "-c", SCRIPT]);
           assert.strictEqual(count(), "ran\n");
           assert.notStrictEqual(r.exitCode, 3, JSON.stringify(r));
@@ -346,14 +353,7 @@ describe("fast boxes (issue 16)", function () {
           "change tracking began before the argv went out", async function () {
           // The submission waits until the workload has written: the engine
           // has not even seen the claim then.
-          binding.run = function (...args) {
-            const terms = args[14];
-            if (terms === null || terms.specSent !== true) return orig.run.apply(this, args);
-            return (async () => {
-              assert.ok(await h.waitFor(() => fs.existsSync(path.join(ws, "made")), 5000));
-              return orig.run.apply(this, args);
-            })();
-          };
+          holdSubmission("made");
           fs.writeFileSync(path.join(ws, "pre.txt"), "old\n");
           await h.sleep(50); // the tracker has read that event: quiet again
           const r = await s.run(["sh", "-c", "echo x > made; echo new >> pre.txt; sleep 0.3"]);
