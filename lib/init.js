@@ -61,7 +61,8 @@ const INIT_BINARY = findInitBinary();
 
 /**
  * The process's private directory (0700, under TMPDIR, never inside a
- * workspace) holding one copy of the init (0500), which every box of the
+ * workspace) holding the init (a hard link to the built one, or a copy,
+ * 0500, on another file system), which every box of the
  * process mounts read-only at /.ks: nobody but us can replace the program
  * each box runs first. Beside it only the Python boot's text (boot.py) and
  * its bytecode per kern and image (lib/bootcache.js), read-only as well,
@@ -108,8 +109,17 @@ function initDir(tmpdir = os.tmpdir()) {
     if (/[:\n\r,]/.test(dir)) throw new Error("unusable path");
     fs.chmodSync(dir, 0o700);
     const file = path.join(dir, "ks-init");
-    fs.copyFileSync(INIT_BINARY, file, fs.constants.COPYFILE_EXCL);
-    fs.chmodSync(file, 0o500);
+    // A hard link where the file system allows it: the init is then never
+    // open for writing in this process. A copy is, for a moment, and a box
+    // started by another thread in that moment (a Worker's engine) holds
+    // the write descriptor until its own exec: a box exec'ing this init
+    // then fails with ETXTBSY (seen in C10, 60 Workers starting at once).
+    try {
+      fs.linkSync(INIT_BINARY, file);
+    } catch {
+      fs.copyFileSync(INIT_BINARY, file, fs.constants.COPYFILE_EXCL);
+      fs.chmodSync(file, 0o500);
+    }
     fs.writeFileSync(path.join(dir, BOOT_SOURCE), PYTHON_BOOT, { mode: 0o400, flag: "wx" });
   } catch {
     if (dir !== null) removeInitDir(dir);

@@ -6,6 +6,7 @@
 // test/integration/fast-boxes.test.js.
 const assert = require("assert");
 const crypto = require("crypto");
+const os = require("os");
 const path = require("path");
 const { spawn } = require("child_process");
 const h = require("./lib/harness");
@@ -386,6 +387,20 @@ describe("fast boxes (issue 16)", function () {
             assert.strictEqual(count(), "ran\n");
           });
       });
+
+    it("C10: the init every box execs is never a file this process writes: a hard link to the " +
+      "built init where the file system allows", function () {
+      // A copy is open for writing a moment, and a box another thread (a
+      // Worker's engine) starts in that moment holds the descriptor until its
+      // own exec: a box exec'ing the init then failed with ETXTBSY.
+      const init = require("../lib/init");
+      const dir = init.initDir(os.tmpdir());
+      assert.ok(dir !== null, "the init is built");
+      const built = fs.statSync(init.INIT_BINARY);
+      const used = fs.statSync(path.join(dir, "ks-init"));
+      if (built.dev !== used.dev) return h.skip(this, "TMPDIR is on another file system: the init is copied");
+      assert.strictEqual(used.ino, built.ino);
+    });
 
     it("back-to-back calls faster than the pool refills all succeed (each waits for no pool)",
       async function () {
