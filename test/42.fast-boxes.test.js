@@ -388,6 +388,20 @@ describe("fast boxes (issue 16)", function () {
           });
       });
 
+    it("E4: a claim's change tracking, begun by the caller, keeps no descriptor of its session " +
+      "past close()", async function () {
+      const before = await h.settledFds();
+      const s = await new Sandbox({ prewarm: 1 }).open();
+      await s.run(["true"]); // the pool's kind: boxes that wait for an argv
+      await ready();
+      await s.run(["true"]);
+      assert.strictEqual(runs(s), 1, "positive control: a claim whose argv the caller sent");
+      await s.close();
+      // The handle of the begun call lives until the GC collects it: it
+      // once held the session's watch (its descriptors) open until then.
+      assert.strictEqual(await h.settledFds(), before);
+    });
+
     it("C10: the init every box execs is never a file this process writes: a hard link to the " +
       "built init where the file system allows", function () {
       // A copy is open for writing a moment, and a box another thread (a

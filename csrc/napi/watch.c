@@ -90,7 +90,7 @@ static void ks__begun_finalize(napi_env env, void *data, void *hint) {
   (void) hint;
   if (b->open)
     ks_ws_watch_abandon(b->watch, &b->call);
-  ks_ws_watch_unref(b->watch);
+  ks_ws_watch_unref(b->watch); /* NULL once a run took the call */
   free(b);
 }
 
@@ -144,6 +144,11 @@ bool ks_napi_take_begun(napi_env env, napi_value v, const struct ks_ws_watch *wa
   *out = b->call;
   memset(&b->call, 0, sizeof b->call);
   b->open = false;
+  /* The run holds the watch now: the handle, collected whenever the GC
+   * gets to it, must not keep the session's watch (its descriptors) open
+   * past close(). Never the last reference: the run's request has one. */
+  ks_ws_watch_unref(b->watch);
+  b->watch = NULL;
   return true;
 }
 
