@@ -6,7 +6,11 @@
  *                                      call, in microseconds
  *   spawn-baseline -c N KERN ARGS...   N calls at once (spawned back to back,
  *                                      then all waited for): total wall time,
- *                                      in microseconds */
+ *                                      in microseconds
+ *   spawn-baseline -p MS N KERN ARGS...  N calls in a row, MS milliseconds
+ *                                      apart: the median call, in microseconds
+ *                                      (a paced call meets cold caches, as a
+ *                                      paced call of the package does) */
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <spawn.h>
@@ -98,13 +102,43 @@ static void unique_name(char **argv, int index) {
   argv[pos] = buf;
 }
 
+static int by_value(const void *a, const void *b) {
+  double x = *(const double *) a, y = *(const double *) b;
+  return (x > y) - (x < y);
+}
+
+/* N calls gap_ms apart: prints the median call. */
+static int paced(char **argv, int n, int gap_ms) {
+  double *took = calloc((size_t) n, sizeof *took);
+  if (took == NULL || n <= 0)
+    return 1;
+  for (int i = 0; i < n; i++) {
+    struct child c;
+    struct timespec gap = {.tv_sec = gap_ms / 1000, .tv_nsec = (gap_ms % 1000) * 1000000L};
+    double t;
+    nanosleep(&gap, NULL);
+    unique_name(argv, i);
+    t = now_us();
+    if (start(argv, &c) < 0)
+      return 1;
+    finish(&c);
+    took[i] = now_us() - t;
+  }
+  qsort(took, (size_t) n, sizeof *took, by_value);
+  printf("%.1f\n", n % 2 ? took[n / 2] : (took[n / 2 - 1] + took[n / 2]) / 2);
+  free(took);
+  return 0;
+}
+
 int main(int argc, char **argv) {
   int concurrent = argc > 1 && strcmp(argv[1], "-c") == 0;
   int n;
   double t0;
 
+  if (argc > 4 && strcmp(argv[1], "-p") == 0)
+    return paced(argv + 4, atoi(argv[3]), atoi(argv[2]));
   if (argc < 3 + concurrent) {
-    fprintf(stderr, "usage: spawn-baseline [-c] N KERN ARGS...\n");
+    fprintf(stderr, "usage: spawn-baseline [-c | -p MS] N KERN ARGS...\n");
     return 2;
   }
   n = atoi(argv[1 + concurrent]);
