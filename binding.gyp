@@ -75,7 +75,14 @@
       "ldflags": ["-static", "-s"],
       "configurations": { "Debug": {}, "Tsan": {} },
       "conditions": [
-        ["OS!='linux'", { "type": "none" }]
+        ["OS!='linux'", { "type": "none" }],
+        ["OS=='linux' and (target_arch=='x64' or target_arch=='arm64')", {
+          "#": "Without glibc (csrc/init/nolibc.c): its start-up costs every cold box 0.6 ms on a VM. No stack protector (no TLS to hold its canary), no fortify wrappers, and no loop turned into a call of memset inside memset.",
+          "sources": ["csrc/init/nolibc.c"],
+          "cflags": ["-fno-stack-protector", "-fno-tree-loop-distribute-patterns", "-U_FORTIFY_SOURCE", "-fno-pie"],
+          "ldflags": ["-nostdlib", "-no-pie"],
+          "libraries": ["-lgcc"]
+        }]
       ]
     }
   ]
