@@ -86,12 +86,17 @@ static long ks_ret(long r) {
 #define SC(n, a, b, c, d, e, f) ks_ret(ks_syscall6((n), (long) (a), (long) (b), (long) (c), \
                                                    (long) (d), (long) (e), (long) (f)))
 
+/* n variadic arguments, each read as a long (as the kernel takes them). */
+static void ks_longs(va_list ap, long *a, int n) {
+  for (int i = 0; i < n; i++)
+    a[i] = va_arg(ap, long);
+}
+
 long syscall(long n, ...) {
   va_list ap;
   long a[6];
   va_start(ap, n);
-  for (int i = 0; i < 6; i++)
-    a[i] = va_arg(ap, long);
+  ks_longs(ap, a, 6);
   va_end(ap);
   return SC(n, a[0], a[1], a[2], a[3], a[4], a[5]);
 }
@@ -150,8 +155,7 @@ int prctl(int op, ...) {
   va_list ap;
   long a[4];
   va_start(ap, op);
-  for (int i = 0; i < 4; i++)
-    a[i] = va_arg(ap, long);
+  ks_longs(ap, a, 4);
   va_end(ap);
   return (int) SC(SYS_prctl, op, a[0], a[1], a[2], a[3], 0);
 }
