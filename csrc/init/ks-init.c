@@ -64,9 +64,11 @@ static const int changed_signals[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGPIPE}
 static struct sigaction inherited[NCHANGED];
 
 static void forward_signal(int sig) {
+  int saved = errno; /* the interrupted code may be about to read it */
   pid_t pid = workload_pid;
   if (pid > 0)
     (void) kill(pid, sig);
+  errno = saved;
 }
 
 /* The workload's diagnostics for a command that cannot be executed: kern's
