@@ -729,10 +729,7 @@ static napi_value ks__ws_close(napi_env env, napi_callback_info info) {
 }
 
 bool ks_napi_init_fs(napi_env env, napi_value exports) {
-  static const struct {
-    const char *name;
-    napi_callback cb;
-  } table[] = {
+  static const struct ks_napi_fn table[] = {
       {"wsOpen", ks__ws_open},
       {"wsClose", ks__ws_close},
       {"kernOpen", ks__kern_open},
@@ -743,13 +740,5 @@ bool ks_napi_init_fs(napi_env env, napi_value exports) {
       {"wsDiff", ks__ws_diff},
       {"wsRemoveTree", ks__ws_remove_tree},
   };
-  napi_value fn;
-
-  for (size_t i = 0; i < KS_ARRAY_SIZE(table); i++) {
-    if (napi_create_function(env, table[i].name, NAPI_AUTO_LENGTH, table[i].cb, NULL,
-                             &fn) != napi_ok ||
-        !ks_napi_set(env, exports, table[i].name, fn))
-      return false;
-  }
-  return true;
+  return ks_napi_export(env, exports, table, KS_ARRAY_SIZE(table));
 }

@@ -137,14 +137,9 @@ static napi_value ks__ws_restore(napi_env env, napi_callback_info info) {
 }
 
 bool ks_napi_init_pack(napi_env env, napi_value exports) {
-  napi_value fn;
-  if (napi_create_function(env, "wsSnapshot", NAPI_AUTO_LENGTH, ks__ws_snapshot, NULL, &fn) !=
-          napi_ok ||
-      !ks_napi_set(env, exports, "wsSnapshot", fn))
-    return false;
-  if (napi_create_function(env, "wsRestore", NAPI_AUTO_LENGTH, ks__ws_restore, NULL, &fn) !=
-          napi_ok ||
-      !ks_napi_set(env, exports, "wsRestore", fn))
-    return false;
-  return true;
+  static const struct ks_napi_fn fns[] = {
+      {"wsSnapshot", ks__ws_snapshot},
+      {"wsRestore", ks__ws_restore},
+  };
+  return ks_napi_export(env, exports, fns, KS_ARRAY_SIZE(fns));
 }

@@ -959,26 +959,17 @@ static napi_value ks__cancelled_groups(napi_env env, napi_callback_info info) {
 }
 
 bool ks_napi_init_run(napi_env env, napi_value exports) {
-  static const struct {
-    const char *name;
-    napi_callback cb;
-  } fns[] = {
+  static const struct ks_napi_fn fns[] = {
       {"cancelGroup", ks__cancel_group}, {"forgetGroup", ks__forget_group},
       {"cancelledGroups", ks__cancelled_groups}, {"run", ks__run},
       {"shutdown", ks__shutdown}, {"liveBoxes", ks__live_boxes},
       {"tailBoxes", ks__tail_boxes}, {"dropParked", ks__drop_parked},
       {"sendSpec", ks__send_spec},
   };
-  napi_value fn;
   napi_value v;
 
-  for (size_t i = 0; i < sizeof fns / sizeof fns[0]; i++) {
-    if (napi_create_function(env, fns[i].name, NAPI_AUTO_LENGTH, fns[i].cb, NULL, &fn) !=
-            napi_ok ||
-        !ks_napi_set(env, exports, fns[i].name, fn))
-      return false;
-  }
-  if (!ks_napi_init_cell(env, exports))
+  if (!ks_napi_export(env, exports, fns, sizeof fns / sizeof fns[0]) ||
+      !ks_napi_init_cell(env, exports))
     return false;
   if (napi_create_int32(env, KS_BOX_STARTED_FD, &v) != napi_ok ||
       !ks_napi_set(env, exports, "STARTED_FD", v))

@@ -24,6 +24,17 @@ bool ks_napi_set(napi_env env, napi_value obj, const char *name, napi_value valu
   return napi_set_named_property(env, obj, name, value) == napi_ok;
 }
 
+bool ks_napi_export(napi_env env, napi_value exports, const struct ks_napi_fn *fns, size_t n) {
+  napi_value fn;
+  for (size_t i = 0; i < n; i++) {
+    if (napi_create_function(env, fns[i].name, NAPI_AUTO_LENGTH, fns[i].cb, NULL, &fn) !=
+            napi_ok ||
+        !ks_napi_set(env, exports, fns[i].name, fn))
+      return false;
+  }
+  return true;
+}
+
 napi_value ks_napi_system_error(napi_env env, const struct ks_err *err) {
   const char *code = ks_errno_code(err->errnum);
   const char *syscall = err->syscall != NULL ? err->syscall : "unknown";

@@ -70,6 +70,16 @@ void ks_napi_free_strv(char **v);
 /* Sets obj[name] = value, returning false (with an exception pending) on failure. */
 bool ks_napi_set(napi_env env, napi_value obj, const char *name, napi_value value);
 
+/* A native function exported under its name. */
+struct ks_napi_fn {
+  const char *name;
+  napi_callback cb;
+};
+
+/* Sets exports[fns[i].name] to a function calling fns[i].cb, for each of n;
+ * false on failure. */
+bool ks_napi_export(napi_env env, napi_value exports, const struct ks_napi_fn *fns, size_t n);
+
 /* obj[name], or undefined. */
 napi_value ks_napi_prop(napi_env env, napi_value obj, const char *name);
 bool ks_napi_is_function(napi_env env, napi_value v);

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../core/util.h"
 #include "../core/workspace/wswatch.h"
 #include "addon.h"
 
@@ -224,17 +225,10 @@ static napi_value ks__ws_watch_close(napi_env env, napi_callback_info info) {
 }
 
 bool ks_napi_init_watch(napi_env env, napi_value exports) {
-  napi_value fn;
-  if (napi_create_function(env, "wsWatch", NAPI_AUTO_LENGTH, ks__ws_watch, NULL, &fn) != napi_ok ||
-      !ks_napi_set(env, exports, "wsWatch", fn))
-    return false;
-  if (napi_create_function(env, "wsWatchClose", NAPI_AUTO_LENGTH, ks__ws_watch_close, NULL,
-                           &fn) != napi_ok ||
-      !ks_napi_set(env, exports, "wsWatchClose", fn))
-    return false;
-  if (napi_create_function(env, "watchBegin", NAPI_AUTO_LENGTH, ks__watch_begin, NULL, &fn) !=
-          napi_ok ||
-      !ks_napi_set(env, exports, "watchBegin", fn))
-    return false;
-  return true;
+  static const struct ks_napi_fn fns[] = {
+      {"wsWatch", ks__ws_watch},
+      {"wsWatchClose", ks__ws_watch_close},
+      {"watchBegin", ks__watch_begin},
+  };
+  return ks_napi_export(env, exports, fns, KS_ARRAY_SIZE(fns));
 }
