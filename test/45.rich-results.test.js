@@ -8,6 +8,7 @@
 const assert = require("assert");
 const h = require("./lib/harness");
 const { Sandbox, Result, runCode, withSandbox } = require("..");
+const { POOL_STATS } = require("../lib/internal");
 
 // A stand-in for matplotlib.pyplot (the double's python3 has no matplotlib):
 // the calls the figure capture makes, and a PNG that says which figure it is.
@@ -201,6 +202,47 @@ describe("code interpreter: rich results of one-shot calls (issue 14)", function
       assert.ok(rs.every((r) => r.files.length === 0 && r.exitCode === 0), JSON.stringify(rs.map((r) => r.stderr)));
       assert.deepStrictEqual(await s.listFiles(), []);
     });
+  });
+
+  it("code of one line in a cold box runs from its text, with no compile() (its first call " +
+    "builds the AST's types, ~0.6 ms): output, errors, warnings and results as in a prewarmed " +
+    "box, which compiles, and as python3 -c", async function () {
+    // Statements (exec of the text), expressions (checked by the parser,
+    // then eval of the text), expressions only the compiler refuses (*a),
+    // compile-time warnings, errors the code raises itself (a SyntaxError
+    // among them), and lines that take the long way (docstring, `;`).
+    const codes = ["print(1)", "1 is 1", "*a", "print(*[1, 2])", "await x", "(yield)",
+      "[x for x in range(3)]", "__name__", "raise SystemExit(3)", "eval('x y')",
+      "compile('x y', '<string>', 'exec')", "'\\d'", "x", "1/0", "import os", "x = (1 is 1)",
+      "y: int = 3", "f'{1 is 1}'", "print('\\d')", "x := 1", "else:", "return 5",
+      "__import__('sys').stdout.write('x')", "None", "exit(4)", "0x", "1 +", "del x",
+      "assert (1, 'msg')", "nonlocal x", "len([1,\n 2])\n# c\n", "import os; os.sep",
+      "sorted(k for k in __import__('sys').modules if k in ('_ast', '_symtable'))"];
+    // -c has no display() and a few frames fewer before a RecursionError;
+    // these lines use neither.
+    const shape = (r) => [r.stdout, r.stderr.replace(/0x[0-9a-f]+/g, "0x"), r.exitCode,
+      r.results.map((x) => x.text.replace(/0x[0-9a-f]+/g, "0x"))];
+    const cold = await new Sandbox({ prewarm: 0 }).open();
+    const warm = await new Sandbox({ prewarm: 1 }).open();
+    try {
+      for (const code of codes) {
+        assert.ok(await h.waitFor(() => warm[POOL_STATS]().ready === 1, 10000), code);
+        const before = warm[POOL_STATS]().prewarmedRuns;
+        const w = await warm.runCode(code);
+        assert.strictEqual(warm[POOL_STATS]().prewarmedRuns, before + 1, code); // a warm box ran it
+        const c = await cold.runCode(code);
+        const plain = await cold.runCode(code, { results: false });
+        assert.deepStrictEqual(shape(c), shape(w), code);
+        assert.deepStrictEqual(shape(c).slice(0, 3), shape(plain).slice(0, 3), code);
+      }
+      // Neither module shows: the parser's check leaves no trace.
+      const mods = await cold.runCode("sorted(k for k in __import__('sys').modules " +
+        "if k in ('_ast', '_symtable'))");
+      assert.deepStrictEqual(mods.results.map((x) => x.text), ["[]"]);
+    } finally {
+      await cold.close();
+      await warm.close();
+    }
   });
 
   it("a prewarmed Python box gives the same results", async function () {

@@ -40,6 +40,8 @@ _KS_RICH_SOURCE = None
 # python-kernel.py's text likewise: compiled while a box waits (a prewarmed
 # box can become a kernel in a millisecond), or at KERNEL.
 _KS_KERNEL_SOURCE = None
+# eval()'s value before it has one (no object the code can reach).
+_KS_NOTHING = object()
 # Modules imported only once a result needs them (their imports cost 0.3-9 ms).
 _KS_LAZY = {}
 # What the boot compiled ahead (the kernel driver's code).
@@ -162,11 +164,13 @@ def _ks_parse(rec):
     return type_, flags, id_, rec[16:]
 
 
-def _ks_compile(src, filename):
+def _ks_compile(src, filename, text=False):
     """(code, tail): src compiled to run with exec (None: nothing to run
     before the tail), and its trailing expression statement (if any)
     compiled alone, to eval after it for the value a notebook shows (None
-    without one). src is compiled whole first: the SyntaxErrors and
+    without one). text: code of one top-level line may come back as its
+    text, which exec() or eval() then compile as they run it (see
+    _ks_one_line). src is compiled whole first: the SyntaxErrors and
     warnings are exactly those compiling src gives, once. Then, when its
     last top-level line starts an expression, src is split there (the
     parts' warnings are the whole's, already shown: off), with the lines
@@ -177,7 +181,7 @@ def _ks_compile(src, filename):
     lines = src.splitlines(True)
     k = _ks_last_line(lines)
     if k == 0:
-        made = _ks_one_line(src, lines[0], filename)
+        made = _ks_one_line(src, lines[0], filename, text)
         if made is not None:
             return made
     whole = compile(src, filename, "exec", dont_inherit=True)
@@ -199,21 +203,33 @@ def _ks_last_line(lines):
     return k
 
 
-def _ks_one_line(src, line, filename):
+def _ks_one_line(src, line, filename, text):
     """Code whose only top-level line is its first (nothing before it for
     that line to continue), in one compile: a line that starts with a
     statement's keyword, or assigns to a name, is a statement (no value);
     otherwise src is compiled as an expression with every warning an error,
     and if that compiles, src is an expression that compiles without a
     warning (its own code: nothing to run before it). None: decide as for
-    any code."""
+    any code.
+
+    text (a cold box, filename "<string>"): no compile() at all. The first
+    compile() of a process builds the AST's Python types (PyAST_Check, ~0.6
+    ms here), which `python3 -c` never does; exec() and eval() of a str
+    compile as -c does (filename "<string>", nothing inherited) without
+    them. A statement comes back as its text, for exec(); an expression is
+    checked by the parser alone (_symtable, every warning an error) and
+    comes back as its text, for eval() (see _ks_boot for its compile
+    errors, which only the compiler finds)."""
     if _ks_string_first(line) or ";" in line:
         return None  # a docstring (it sets __doc__), or several statements
     word = line.split(None, 1)[0].split("(", 1)[0].rstrip(":")
     if word in _KS_STATEMENT_WORDS or word[:1] == "@" or _ks_assigns(line):
-        return compile(src, filename, "exec", dont_inherit=True), None
+        return (src if text else compile(src, filename, "exec", dont_inherit=True)), None
     strict = _ks_warnings("error")
     try:
+        if text:
+            _ks_lazy("_symtable", hidden=True).symtable(src, filename, "eval")
+            return None, src
         return None, compile(src, filename, "eval", dont_inherit=True)
     except Exception:
         return None  # not an expression, or one with warnings: the long way
@@ -269,6 +285,17 @@ def _ks_split(lines, k, filename, whole):
         return compile(head, filename, "exec", dont_inherit=True), value
     except SyntaxError:
         return None
+
+
+def _ks_dash_c_code(src):
+    """src compiled as python3 -c compiles it, once eval() of it failed to
+    compile: that raises the SyntaxError -c gives (eval's said it of an
+    expression). Its warnings were shown then, once: off now."""
+    quiet = _ks_warnings("ignore")
+    try:
+        return compile(src, "<string>", "exec", dont_inherit=True)
+    finally:
+        _ks_warnings_undo(quiet)
 
 
 def _ks_compile_ast(src, filename, whole):
@@ -355,7 +382,7 @@ def _ks_boot():
     # The code runs in this frame, which the module's own calls: as deep in
     # the stack as the old boot ran it (RecursionError comes where it did).
     main = sys.modules["__main__"].__dict__
-    channel, src, results, lines = _ks_take(main)
+    channel, src, results, lines, cold = _ks_take(main)
     # What the start-up and the boot made goes to the oldest generation
     # (freeze then unfreeze: two list splices, no traversal), so that the
     # young collection at the end looks at the code's objects alone. A cold
@@ -369,13 +396,27 @@ def _ks_boot():
         if results is None:
             compiled, tail = compile(src, "<string>", "exec", dont_inherit=True), None
         else:
-            compiled, tail = _ks_compile(src, "<string>")
+            # (Python 3.13's linecache wants the source registered between
+            # compile and run: code objects, then.)
+            compiled, tail = _ks_compile(src, "<string>", cold and not lines)
         if lines:
             _ks_lines(src)
         if compiled is not None:
             exec(compiled, main)
         if tail is not None:
-            results.show(eval(tail, main))
+            value = _KS_NOTHING
+            try:
+                value = eval(tail, main)
+            except SyntaxError as e:
+                # An expression's text that did not compile (the compiler's
+                # own errors, which the parser let through) raises here with
+                # no frame of the code's; one the code raised has its frames.
+                if type(tail) is not str or e.__traceback__.tb_next is not None:
+                    raise
+            if value is _KS_NOTHING:
+                exec(_ks_dash_c_code(tail), main)  # raises -c's SyntaxError
+            else:
+                results.show(value)
         end, code = _KS_OK, None
     except SystemExit as e:
         end, code = _KS_EXIT, e.code
@@ -389,8 +430,9 @@ def _ks_boot():
 
 def _ks_take(main):
     """Boots, then waits for the first message. Returns the code of a RUN,
-    with the channel and the results to collect (None: results off); a
-    KERNEL never returns."""
+    with the channel, the results to collect (None: results off), whether
+    its lines go to linecache, and whether the box is cold (its call came
+    with its start: nothing was warmed up); a KERNEL never returns."""
     fd = _ks_high_fd(_KS_INTERP_FD)
     os.close(_KS_INTERP_FD)
     _KS_LAZY["_signal"] = __import__("_signal")
@@ -430,7 +472,7 @@ def _ks_take(main):
     if flags & _KS_RESULTS:
         results = _KsRunResults(channel, result_max)
         __builtins__.display = results.display  # as in a notebook; not without results
-    return channel, src, results, _ks_as_dash_c(src, cold)
+    return channel, src, results, _ks_as_dash_c(src, cold), cold
 
 
 def _ks_results_class():
