@@ -204,9 +204,9 @@ describe("code interpreter: rich results of one-shot calls (issue 14)", function
     });
   });
 
-  it("code of one line in a cold box runs from its text, with no compile() (its first call " +
-    "builds the AST's types, ~0.6 ms): output, errors, warnings and results as in a prewarmed " +
-    "box, which compiles, and as python3 -c", async function () {
+  it("code of one line, or whose last statement is no expression, in a cold box runs from its " +
+    "text with no compile() (its first call builds the AST's types, ~0.6 ms): output, errors, " +
+    "warnings and results as in a prewarmed box, which compiles, and as python3 -c", async function () {
     // Statements (exec of the text), expressions (checked by the parser,
     // then eval of the text), expressions only the compiler refuses (*a),
     // compile-time warnings, errors the code raises itself (a SyntaxError
@@ -217,7 +217,17 @@ describe("code interpreter: rich results of one-shot calls (issue 14)", function
       "y: int = 3", "f'{1 is 1}'", "print('\\d')", "x := 1", "else:", "return 5",
       "__import__('sys').stdout.write('x')", "None", "exit(4)", "0x", "1 +", "del x",
       "assert (1, 'msg')", "nonlocal x", "len([1,\n 2])\n# c\n", "import os; os.sep",
-      "sorted(k for k in __import__('sys').modules if k in ('_ast', '_symtable'))"];
+      "sorted(k for k in __import__('sys').modules if k in ('_ast', '_symtable'))",
+      // Several lines whose last statement is no expression: run from their
+      // text too; and lines that only look like it (the line continues a
+      // string, brackets, a backslash or a decorator; an else:), which
+      // compile as before.
+      "import math\nx = math.sqrt(2)\ny = x * 2", "x = 1\nfor i in range(2):\n    x += i\n",
+      "def f():\n    return 1\nx = f()", "x = (1 is 1)\ny = 2 \\\n  + 3", "x = 1\nreturn 5",
+      "print('\\d')\nx = 1", "x = 1\nif x:\n    pass\nelse:\n    y = 2",
+      "len('''\nx = 1''')", "x = 1\nimport os; os.sep", "class A:\n    pass\n@staticmethod\ndef g(): pass",
+      "y = [1,\nz = 2]", "x = 1\n  y = 2", "# only a comment\n", "x = 1\nimport nosuchmodule",
+      "x = 1\ndel x\nx"];
     // -c has no display() and a few frames fewer before a RecursionError;
     // these lines use neither.
     const shape = (r) => [r.stdout, r.stderr.replace(/0x[0-9a-f]+/g, "0x"), r.exitCode,

@@ -168,9 +168,10 @@ def _ks_compile(src, filename, text=False):
     """(code, tail): src compiled to run with exec (None: nothing to run
     before the tail), and its trailing expression statement (if any)
     compiled alone, to eval after it for the value a notebook shows (None
-    without one). text: code of one top-level line may come back as its
-    text, which exec() or eval() then compile as they run it (see
-    _ks_one_line). src is compiled whole first: the SyntaxErrors and
+    without one). text: code of one top-level line, or code whose last
+    top-level statement is no expression, may come back as its text, which
+    exec() or eval() then compile as they run it (see _ks_one_line and
+    _ks_ends_in_statement). src is compiled whole first: the SyntaxErrors and
     warnings are exactly those compiling src gives, once. Then, when its
     last top-level line starts an expression, src is split there (the
     parts' warnings are the whole's, already shown: off), with the lines
@@ -184,6 +185,8 @@ def _ks_compile(src, filename, text=False):
         made = _ks_one_line(src, lines[0], filename, text)
         if made is not None:
             return made
+    elif text and (k < 0 or _ks_ends_in_statement(lines, k)):
+        return src, None  # no value to show: the code as -c runs it
     whole = compile(src, filename, "exec", dont_inherit=True)
     quiet = _ks_warnings("ignore")
     try:
@@ -222,8 +225,7 @@ def _ks_one_line(src, line, filename, text):
     errors, which only the compiler finds)."""
     if _ks_string_first(line) or ";" in line:
         return None  # a docstring (it sets __doc__), or several statements
-    word = line.split(None, 1)[0].split("(", 1)[0].rstrip(":")
-    if word in _KS_STATEMENT_WORDS or word[:1] == "@" or _ks_assigns(line):
+    if _ks_starts_statement(line):
         return (src if text else compile(src, filename, "exec", dont_inherit=True)), None
     strict = _ks_warnings("error")
     try:
@@ -235,6 +237,38 @@ def _ks_one_line(src, line, filename, text):
         return None  # not an expression, or one with warnings: the long way
     finally:
         _ks_warnings_undo(strict)
+
+
+def _ks_starts_statement(line):
+    # A statement's keyword, a decorator, or an assignment to a name: a
+    # statement, which has no value (soft keywords such as match and type
+    # can start an expression too: not these).
+    word = line.split(None, 1)[0].split("(", 1)[0].rstrip(":")
+    return word in _KS_STATEMENT_WORDS or word[:1] == "@" or _ks_assigns(line)
+
+
+def _ks_ends_in_statement(lines, k):
+    """Whether the last top-level statement starts at line k (column 0) and
+    is no expression, decided without compile() (text, a cold box): the
+    line starts a statement (_ks_starts_statement), and the code before it
+    and the code from it each parse alone, which a line that continues an
+    earlier statement never lets both do (the code before it is then left
+    inside brackets or a string, or after a backslash; and an else:,
+    except: or finally: does not parse alone). Parsed only, by _symtable,
+    with every warning off: exec() of the whole shows them, once."""
+    line = lines[k]
+    if _ks_string_first(line) or ";" in line or not _ks_starts_statement(line):
+        return False
+    quiet = _ks_warnings("ignore")
+    try:
+        symtable = _ks_lazy("_symtable", hidden=True).symtable
+        symtable("".join(lines[:k]), "<string>", "exec")
+        symtable("".join(lines[k:]), "<string>", "exec")
+        return True
+    except Exception:
+        return False
+    finally:
+        _ks_warnings_undo(quiet)
 
 
 def _ks_string_first(line):
