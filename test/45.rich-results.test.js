@@ -227,7 +227,18 @@ describe("code interpreter: rich results of one-shot calls (issue 14)", function
       "print('\\d')\nx = 1", "x = 1\nif x:\n    pass\nelse:\n    y = 2",
       "len('''\nx = 1''')", "x = 1\nimport os; os.sep", "class A:\n    pass\n@staticmethod\ndef g(): pass",
       "y = [1,\nz = 2]", "x = 1\n  y = 2", "# only a comment\n", "x = 1\nimport nosuchmodule",
-      "x = 1\ndel x\nx"];
+      "x = 1\ndel x\nx",
+      // Several lines whose last statement is an expression: the head's text
+      // runs, then the expression's, checked first where it stands (in dead
+      // code) for the compiler's errors and warnings; or the long way.
+      "import math\nx = math.sqrt(2)\nprint(x)", "x = 41\nx + 1", "x = 1\nx is 1",
+      "print('a')\nawait x", "print('a')\n(yield)", "print('a')\n*b", "print('a')\n(1, 2)(3)",
+      "from __future__ import annotations\nx = 1\nx", "from __future__ import barry_as_FLUFL\n1 != 2",
+      "def f():\n    return 1\nf()",
+      "x = [1,\n2]\nx", "import sys\nprint('e', file=sys.stderr)\nlen('ab')",
+      "'''doc'''\n__doc__", "x = 1\n'''s'''", "y = 2\n(lambda: (yield))", "x = 3\nx\n# c\n\n",
+      "print(1)\nprint(2)", "import os\nos.sep", "x = 5\nf'{x!r:>4}'", "x = 1\n1 +",
+      "x = 1\nprint('\\d')", "s = '''\nx\n'''\nlen(s)"];
     // -c has no display() and a few frames fewer before a RecursionError;
     // these lines use neither.
     const shape = (r) => [r.stdout, r.stderr.replace(/0x[0-9a-f]+/g, "0x"), r.exitCode,

@@ -168,10 +168,10 @@ def _ks_compile(src, filename, text=False):
     """(code, tail): src compiled to run with exec (None: nothing to run
     before the tail), and its trailing expression statement (if any)
     compiled alone, to eval after it for the value a notebook shows (None
-    without one). text: code of one top-level line, or code whose last
-    top-level statement is no expression, may come back as its text, which
-    exec() or eval() then compile as they run it (see _ks_one_line and
-    _ks_ends_in_statement). src is compiled whole first: the SyntaxErrors and
+    without one). text: code may come back as its text, or as the texts
+    of its parts, which exec() and eval() then compile as they run them
+    (see _ks_one_line, _ks_ends_in_statement and _ks_split_text). src is
+    compiled whole first: the SyntaxErrors and
     warnings are exactly those compiling src gives, once. Then, when its
     last top-level line starts an expression, src is split there (the
     parts' warnings are the whole's, already shown: off), with the lines
@@ -187,6 +187,10 @@ def _ks_compile(src, filename, text=False):
             return made
     elif text and (k < 0 or _ks_ends_in_statement(lines, k)):
         return src, None  # no value to show: the code as -c runs it
+    elif text:
+        made = _ks_split_text(src, lines, k)
+        if made is not None:
+            return made
     whole = compile(src, filename, "exec", dont_inherit=True)
     quiet = _ks_warnings("ignore")
     try:
@@ -269,6 +273,35 @@ def _ks_ends_in_statement(lines, k):
         return False
     finally:
         _ks_warnings_undo(quiet)
+
+
+def _ks_split_text(src, lines, k):
+    """(head, tail) as texts, for exec() then eval(), decided without
+    compile() (text, a cold box): code whose last top-level statement, from
+    line k, is an expression that compiles with no error or warning, after
+    code that parses alone. The expression is compiled where it stands,
+    in dead code (`if 0:` at its line, in a module of its own: the
+    compiler's errors and warnings, which the parser's check cannot see,
+    come from dead code too, Python 3.8-3.13), every warning an error; so
+    nothing of it can fail or warn once the head has run. exec() of the
+    head compiles it as -c compiled it: its warnings once, its errors before
+    any of it runs. None: compile as before (a __future__ import, whose
+    flags the parts would not share, among the reasons)."""
+    line = lines[k]
+    if "__future__" in src or _ks_string_first(line) or ";" in line:
+        return None
+    head, tail = "".join(lines[:k]), "".join(lines[k:])
+    strict = _ks_warnings("error")
+    try:
+        symtable = _ks_lazy("_symtable", hidden=True).symtable
+        symtable(head, "<string>", "exec")
+        symtable(tail, "<string>", "eval")
+        exec("\n" * k + "if 0: " + tail, {"__builtins__": __builtins__})
+    except Exception:
+        return None
+    finally:
+        _ks_warnings_undo(strict)
+    return head, "\n" * k + tail
 
 
 def _ks_string_first(line):
