@@ -19,6 +19,7 @@
         "csrc/core/workspace/wsscan.c",
         "csrc/core/workspace/wstrack.c",
         "csrc/core/workspace/wswatch.c",
+        "csrc/napi/afterturn.c",
         "csrc/napi/binding.c",
         "csrc/napi/cell.c",
         "csrc/napi/errnames.c",

@@ -412,22 +412,15 @@ class Sandbox {
     const { signal } = call;
     if (signal !== null && signal.aborted) throw abortError(signal);
     const out = await st.withRoot(async () => {
-      const name = boxName();
       const withInit = st.initDir !== null;
       // A Python call's code for the interpreter (RUN), whichever box runs it.
       const run = withInit && code !== null && kind === "python"
         ? { code: Buffer.from(code, "utf8"), results: o.results } : null;
       const viaInterp = run !== null && (o.results || run.code.length > INLINE_CODE_MAX);
-      let compileBoot = null; // starts the boot's compile once this call settles
-      const coldCommand = !withInit ? command
-        : viaInterp ? init.interpCommand(o.apparmor,
-          bootcache.bootBin(st.initDir, this.#kern, o, (go) => (compileBoot = go)))
-          : init.coldCommand(command, o.apparmor);
       // (No await unless depsReadonly: a call's path has no turn to spare.)
       const depsDirExists = o.depsReadonly ? await this.#depsDirExists(st, o) : false;
-      const { flags, envFile, timeoutS, flagsKey, poolKey, capKey } =
+      const { flags, envFile, timeoutS, poolKey, capKey } =
         this.#boxFlags(st, o, call, isSetup, depsDirExists);
-      const argv = [this.#kern, "box", name, ...flags, ...coldCommand];
       // The session may have been closed during the awaits above; its group
       // is then forgotten once its calls settle, so refuse here (before a
       // claim's argv can reach its box).
@@ -449,8 +442,27 @@ class Sandbox {
         if (ready !== null) {
           terms.claimKey = ready.parkKey;
           if (kind === "python") terms.run = run;
-          else sendSpec(ready, init.specFrame(command), terms, st.watch);
+          else sendSpec(ready, command, terms, st.watch);
         }
+      }
+      // A claimed exec box has its argv by now: the rest is off its path.
+      // Once the argv went out, the engine only takes the parked box over
+      // (or finds it gone): it never starts a box of this request, so none
+      // of kern's argv, env or stop argv is made for it. The box may be
+      // waiting for this thread's CPU meanwhile (a socket's wakeup is a
+      // sync one): ~50 us of JS and conversion less before it runs.
+      const adopting = terms !== null && terms.specSent === true;
+      let compileBoot = null; // starts the boot's compile once this call settles
+      let argv = NOTHING;
+      let stopArgv = null;
+      if (!adopting) {
+        const name = boxName();
+        const coldCommand = !withInit ? command
+          : viaInterp ? init.interpCommand(o.apparmor,
+            bootcache.bootBin(st.initDir, this.#kern, o, (go) => (compileBoot = go)))
+            : init.coldCommand(command, o.apparmor);
+        argv = [this.#kern, "box", name, ...flags, ...coldCommand];
+        stopArgv = [this.#kern, "stop", name];
       }
       // An abort kills this box alone, through the engine's timeout path.
       const cancelKey = signal !== null ? newCancelKey() : 0;
@@ -463,8 +475,9 @@ class Sandbox {
       try {
         // One native call: the engine scans the workspace before and after
         // the box on its own thread, spawns, supervises and kills.
-        raw = await binding.run(this.#kern, argv, st.kernEnvFor(o.enforceLimits),
-          envFile, st.tmpdir, [this.#kern, "stop", name], timeoutS * 1000,
+        raw = await binding.run(this.#kern, argv,
+          adopting ? NOTHING : st.kernEnvFor(o.enforceLimits), adopting ? null : envFile,
+          st.tmpdir, stopArgv, timeoutS * 1000,
           o.maxOutputBytes, o.onStdout, o.onStderr, st.watch, st.group, st.kernFd, cancelKey, terms);
       } catch (e) {
         if (signal !== null && signal.aborted) throw abortError(signal);
@@ -705,26 +718,31 @@ class Sandbox {
   }
 }
 
-// A claim's argv frame up to this size is written to the parked box's
-// channel by the calling thread (a fresh socket's buffer takes ~200 KiB).
-const DIRECT_SPEC_MAX = 64 * 1024;
+const NOTHING = Object.freeze([]);
 
-/** Sends a claim's argv frame to the waiting box's channel from this
- * thread: the box starts the call before the engine's thread has even
- * woken, and the rest of the call's setup runs meanwhile. The call's
+/** Sends a claim's argv to the waiting box's channel from this thread
+ * (binding.claimSend builds the frame and closes this thread's copy of
+ * the channel): the box starts the call before the engine's thread has
+ * even woken, and the rest of the call's setup runs meanwhile. The call's
  * change tracking (watch) begins first, here, for the workload may write
  * before the engine wakes: when the tracker cannot begin at once (events
  * still to read), the engine sends the frame after its own begin. What
  * could not be sent (none, if the box has gone) goes to the engine in
  * terms.spec. */
-function sendSpec(box, frame, terms, watch) {
-  const fits = box.channel >= 0 && frame.length <= DIRECT_SPEC_MAX;
-  const begun = fits && watch !== null ? binding.watchBegin(watch) : null;
+function sendSpec(box, command, terms, watch) {
+  const fd = box.channel;
+  box.channel = -1;
+  const begun = fd >= 0 && watch !== null ? binding.watchBegin(watch) : null;
   if (begun !== null) terms.begun = begun;
-  const sent = fits && (watch === null || begun !== null) ? binding.sendSpec(box.channel, frame) : -1;
-  closeChannel(box);
-  if (sent === frame.length) terms.specSent = true;
-  else terms.spec = sent > 0 ? frame.subarray(sent) : frame;
+  let unsent = -1;
+  if (fd >= 0 && (watch === null || begun !== null)) unsent = binding.claimSend(fd, command);
+  else if (fd >= 0) binding.wsClose(fd);
+  if (unsent === 0) {
+    terms.specSent = true;
+    return;
+  }
+  const frame = init.specFrame(command);
+  terms.spec = unsent > 0 ? frame.subarray(frame.length - unsent) : frame;
 }
 
 function closeChannel(box) {

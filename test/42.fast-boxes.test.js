@@ -293,7 +293,7 @@ describe("fast boxes (issue 16)", function () {
     describe("E4: a claim whose argv the calling thread sent itself runs once, wherever it ran",
       function () {
         // The calling thread writes a claim's argv to the parked box's
-        // channel before the engine takes the box over (sendSpec): a box
+        // channel before the engine takes the box over (claimSend): a box
         // that dies in between may or may not have started the call.
         const SCRIPT = "echo ran >> count; sleep 0.2; exit 3";
         let ws;
@@ -305,11 +305,11 @@ describe("fast boxes (issue 16)", function () {
           await s.run(["true"]); // the pool's kind: boxes that wait for an argv
           await ready();
           assert.ok(await h.waitFor(() => binding.liveBoxes() === 1, 5000), "one box parked");
-          orig = { run: binding.run, sendSpec: binding.sendSpec };
+          orig = { run: binding.run, claimSend: binding.claimSend };
         });
         afterEach(async function () {
           binding.run = orig.run;
-          binding.sendSpec = orig.sendSpec;
+          binding.claimSend = orig.claimSend;
           await s.close();
           fs.rmSync(ws, { recursive: true, force: true });
         });
@@ -366,27 +366,49 @@ describe("fast boxes (issue 16)", function () {
 
         it("the box died before its init could take the argv: the call runs cold, once",
           async function () {
-            let sent = null;
-            // sendSpec runs on the call's path, before the JS thread could
+            let unsent = null;
+            // claimSend runs on the call's path, before the JS thread could
             // hear that the box ended: kill it there, wait (blocking this
             // thread) until none of it is left, then send.
             const waiting = () => h.processes().some((p) => p.state !== "Z" &&
               p.argv.includes("ks-init") && p.argv.includes("--wait"));
             assert.ok(waiting(), "positive control: the parked box's init is there");
-            binding.sendSpec = function (fd, frame) {
+            binding.claimSend = function (fd, argv) {
               for (const p of kernsWith(ws)) process.kill(p.pid, "SIGKILL");
               const until = Date.now() + 5000;
               while ((kernsWith(ws).length > 0 || waiting()) && Date.now() < until);
-              sent = orig.sendSpec.call(this, fd, frame);
-              return sent;
+              unsent = orig.claimSend.call(this, fd, argv);
+              return unsent;
             };
             const r = await s.run(["sh", "-c", SCRIPT]);
-            assert.strictEqual(sent, -1, "the channel of a dead box takes nothing");
+            assert.strictEqual(unsent, require("../lib/init").specFrame(["sh", "-c", SCRIPT]).length,
+              "the channel of a dead box takes nothing");
             assert.strictEqual(r.exitCode, 3);
             assert.strictEqual(runs(s), 0);
             assert.strictEqual(count(), "ran\n");
           });
       });
+
+    it("a claimed box that times out is stopped by its own name, with its kern's environment " +
+      "(a claim whose argv the caller sent brings neither)", async function () {
+      const log = path.join(h.stateDir(), "stops.log");
+      const lines = () => (fs.existsSync(log) ? fs.readFileSync(log, "utf8").split("\n").filter(Boolean) : []);
+      const s = await new Sandbox({ prewarm: 1, timeoutS: 0.5 }).open();
+      try {
+        await s.run(["true"]); // the pool's kind: boxes that wait for an argv
+        await ready();
+        const before = lines().length;
+        const r = await s.run(["sh", "-c", "trap '' TERM; sleep 30"]);
+        assert.strictEqual(r.fault?.type, "timeout", JSON.stringify(r));
+        assert.strictEqual(runs(s), 1, "positive control: it ran in the prewarmed box");
+        assert.ok(await h.waitFor(() => lines().length > before, 5000), "kern stop ran");
+        const mine = lines().slice(before);
+        assert.strictEqual(mine.length, 1, mine.join("; "));
+        assert.match(mine[0], /^stop ksbx-[0-9a-f]{16}$/);
+      } finally {
+        await s.close();
+      }
+    });
 
     it("E4: a claim's change tracking, begun by the caller, keeps no descriptor of its session " +
       "past close()", async function () {

@@ -29,6 +29,12 @@ struct ks_addon {
   struct ks_held *held;          /* JS thread only */
   size_t nheld;
   size_t held_cap;
+  /* Inits of boxes settled in this turn of the event loop, released after
+   * it (afterturn.c): their channels' descriptors. JS thread only. */
+  struct ks_after_turn *after_turn;
+  int *releases;
+  size_t nreleases;
+  size_t releases_cap;
 };
 
 /* Records fd (and own_dir, whose ownership moves in) as held by a session.
@@ -46,6 +52,17 @@ bool ks_addon_holds(const struct ks_addon *addon, int fd);
 /* At teardown, after the boxes are gone: removes the created workspaces
  * still held and closes every held descriptor. */
 void ks_addon_drop_held(struct ks_addon *addon);
+
+/* JS thread, once a box's call has settled: shuts fd (the box's release,
+ * ks_box_take_release) down and closes it after the caller's turn, in the
+ * loop's check phase; at once when env is NULL, the addon is shut down, or
+ * memory is short. -1: nothing to do. */
+void ks_addon_release_after_turn(napi_env env, struct ks_addon *addon, int fd);
+/* Releases every init still waiting for the check phase (teardown). */
+void ks_addon_release_settled(struct ks_addon *addon);
+/* At the addon's finalization or its environment's teardown: releases
+ * them, and unties the check handle, which its teardown hook closes. */
+void ks_addon_forget_after_turn(struct ks_addon *addon);
 
 /* Registers run() and its constants on exports. */
 bool ks_napi_init_run(napi_env env, napi_value exports);

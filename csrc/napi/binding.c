@@ -162,6 +162,7 @@ static void ks__env_cleanup(void *arg) {
   /* No box outlives its environment, Worker termination included; and no
    * session's descriptor or created workspace either (a Worker that ends
    * with a session open leaves no JS to close it). */
+  ks_addon_release_settled(arg); /* their inits may exit now */
   ks_addon_shutdown(arg);
   ks_addon_drop_held(arg);
 }
@@ -169,6 +170,7 @@ static void ks__env_cleanup(void *arg) {
 static void ks__addon_finalize(napi_env env, void *data, void *hint) {
   struct ks_addon *addon = data;
   (void) hint;
+  ks_addon_forget_after_turn(addon);
   ks_addon_shutdown(addon);
   ks_addon_drop_held(addon);
   /* Node frees no reference an addon made (only unlinks it at teardown),

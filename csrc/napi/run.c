@@ -5,6 +5,7 @@
  * runs are in flight, so an idle addon never keeps the process alive. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -387,6 +388,8 @@ static void ks__call_js(napi_env env, napi_value js_cb, void *context, void *dat
       (void) napi_unref_threadsafe_function(env, addon->tsfn);
   }
   ks_napi_call_free(env, msg->run);
+  if (msg->box != NULL)
+    ks_addon_release_after_turn(env, addon, ks_box_take_release(msg->box));
   ks_box_free(msg->box);
   ks_cell_free(msg->cell);
   free(msg);
@@ -508,7 +511,7 @@ static bool ks__get_flag(napi_env env, napi_value terms, const char *name, bool 
   return true;
 }
 
-/* terms.shareChannel: the caller sends a claim's spec itself (sendSpec):
+/* terms.shareChannel: the caller sends a claim's spec itself (claimSend):
  * the channel is made here, and a copy of the host's end is the caller's
  * (*shared). terms.specSent: this claim's spec went that way already. */
 static bool ks__get_channel_terms(napi_env env, napi_value terms, struct ks_box_request *req,
@@ -922,33 +925,99 @@ static napi_value ks__drop_parked(napi_env env, napi_callback_info info) {
   return NULL;
 }
 
-/* sendSpec(channelFd, frame) -> bytes sent, or -1: a claim's spec, written
- * by the calling thread to a parked box's channel (run()'s shareChannel),
- * so that the box starts the call before the engine's thread even wakes.
- * Never blocks: a full channel (or a box gone) sends less, and the caller
- * hands the rest to the engine. Only a descriptor run() gave. */
-static napi_value ks__send_spec(napi_env env, napi_callback_info info) {
+/* A claim's frame up to this size is written to the parked box's channel
+ * by the calling thread (a fresh socket's buffer takes ~200 KiB). */
+#define KS__CLAIM_SEND_MAX (64u << 10)
+
+/* The SPEC frame of argv (an array of strings, JS-checked for NUL bytes):
+ * malloc'd, its length in *len; NULL with an exception pending. */
+static char *ks__spec_frame(napi_env env, napi_value argv, size_t *len) {
+  struct ks_init_frame_header h = {.magic = KS_INIT_FRAME_MAGIC, .type = KS_INIT_SPEC};
+  uint32_t n = 0;
+  size_t body = 0, at;
+  char *frame;
+  napi_value v;
+
+  if (napi_get_array_length(env, argv, &n) != napi_ok || n == 0)
+    goto bad;
+  for (uint32_t i = 0; i < n; i++) {
+    size_t l;
+    if (napi_get_element(env, argv, i, &v) != napi_ok ||
+        napi_get_value_string_utf8(env, v, NULL, 0, &l) != napi_ok)
+      goto bad;
+    body += l + 1;
+  }
+  if (body > KS_INIT_SPEC_MAX)
+    goto bad;
+  frame = malloc(sizeof h + body);
+  if (frame == NULL) {
+    napi_throw_error(env, "ENOMEM", "kern-sandbox: out of memory");
+    return NULL;
+  }
+  h.len = (uint32_t) body;
+  memcpy(frame, &h, sizeof h);
+  at = sizeof h;
+  for (uint32_t i = 0; i < n && at < sizeof h + body; i++) {
+    size_t l = 0;
+    /* Each string again: its bytes and a NUL, within the room counted. */
+    if (napi_get_element(env, argv, i, &v) != napi_ok ||
+        napi_get_value_string_utf8(env, v, frame + at, sizeof h + body - at, &l) != napi_ok) {
+      free(frame);
+      goto bad;
+    }
+    at += l + 1;
+  }
+  if (at != sizeof h + body) { /* a string changed length in between: cannot happen */
+    free(frame);
+    goto bad;
+  }
+  *len = at;
+  return frame;
+bad:
+  napi_throw_type_error(env, "ERR_INVALID_ARG_TYPE",
+                        "claimSend(channelFd, argv): argv must be a non-empty array of strings");
+  return NULL;
+}
+
+/* claimSend(channelFd, argv) -> bytes of the frame left unsent (0: all
+ * went): a claim's SPEC frame, built from argv and written by the calling
+ * thread to a parked box's channel (run()'s shareChannel), so that the box
+ * starts the call before the engine's thread even wakes; then the caller's
+ * copy of the channel is closed. Never blocks: a full channel, a box gone
+ * or a frame over KS__CLAIM_SEND_MAX leaves bytes unsent, which the caller
+ * hands to the engine. Only a descriptor run() gave. */
+static napi_value ks__claim_send(napi_env env, napi_callback_info info) {
   size_t argc = 2;
   napi_value argv[2];
   struct ks_addon *addon;
   int32_t fd = -1;
-  void *data;
-  size_t len;
-  ssize_t n;
+  bool is_array = false;
+  char *frame;
+  size_t len = 0;
+  ssize_t n = -1;
   napi_value out;
 
   KS_NAPI_CALL(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
   KS_NAPI_CALL(env, napi_get_instance_data(env, (void **) &addon));
-  if (argc != 2 || napi_get_value_int32(env, argv[0], &fd) != napi_ok) {
-    napi_throw_type_error(env, "ERR_INVALID_ARG_TYPE", "sendSpec(channelFd, frame)");
+  if (argc != 2 || napi_get_value_int32(env, argv[0], &fd) != napi_ok ||
+      napi_is_array(env, argv[1], &is_array) != napi_ok || !is_array) {
+    napi_throw_type_error(env, "ERR_INVALID_ARG_TYPE", "claimSend(channelFd, argv)");
     return NULL;
   }
-  if (!ks_napi_get_buffer(env, argv[1], &data, &len))
+  frame = ks__spec_frame(env, argv[1], &len);
+  if (frame == NULL)
     return NULL;
-  do
-    n = ks_addon_holds(addon, fd) ? send(fd, data, len, MSG_DONTWAIT | MSG_NOSIGNAL) : -1;
-  while (n < 0 && errno == EINTR);
-  KS_NAPI_CALL(env, napi_create_double(env, n < 0 ? -1.0 : (double) n, &out));
+  if (ks_addon_holds(addon, fd)) {
+    if (len <= KS__CLAIM_SEND_MAX) {
+      do
+        n = send(fd, frame, len, MSG_DONTWAIT | MSG_NOSIGNAL);
+      while (n < 0 && errno == EINTR);
+    }
+    if (ks_addon_release(addon, fd))
+      (void) close(fd); /* EINTR closes it too */
+  }
+  free(frame);
+  KS_NAPI_CALL(env, napi_create_double(env, (double) (len - (n > 0 ? (size_t) n : 0)), &out));
   return out;
 }
 
@@ -964,7 +1033,7 @@ bool ks_napi_init_run(napi_env env, napi_value exports) {
       {"cancelledGroups", ks__cancelled_groups}, {"run", ks__run},
       {"shutdown", ks__shutdown}, {"liveBoxes", ks__live_boxes},
       {"tailBoxes", ks__tail_boxes}, {"dropParked", ks__drop_parked},
-      {"sendSpec", ks__send_spec},
+      {"claimSend", ks__claim_send},
   };
   napi_value v;
 

@@ -95,6 +95,12 @@ bool ks_box_request_scans(const struct ks_box *box) { return box->req.watch != N
 
 struct ks_box_result *ks_box_result(struct ks_box *box) { return &box->res; }
 
+int ks_box_take_release(struct ks_box *box) {
+  int fd = box->release;
+  box->release = -1;
+  return fd;
+}
+
 void ks_box_free(struct ks_box *box) {
   if (box == NULL)
     return;
@@ -918,10 +924,14 @@ static bool ks__adopt_parked(struct ks_sup *sup, struct ks_box *box) {
   }
   memcpy(box->res.started, p->res.started, sizeof box->res.started);
   box->res.nstarted = p->res.nstarted;
-  /* `kern stop` must name the box that runs. */
+  /* `kern stop` must name the box that runs, with the environment its kern
+   * had (a claim whose caller sent its argv brings neither). */
   stop = box->req.stop_argv;
   box->req.stop_argv = p->req.stop_argv;
   p->req.stop_argv = stop;
+  stop = box->req.envp;
+  box->req.envp = p->req.envp;
+  p->req.envp = stop;
   box->start_ns = now;
   box->deadline_ns = box->req.kernel_key != 0 ? UINT64_MAX : now + box->req.timeout_ns;
   box->res.prewarmed = true;

@@ -199,6 +199,10 @@ const char *ks_box_request_path(const struct ks_box *box);
 bool ks_box_request_scans(const struct ks_box *box);
 struct ks_box_result *ks_box_result(struct ks_box *box);
 void ks_box_free(struct ks_box *box);
+/* The descriptor whose shutdown releases a box's init once the caller has
+ * its result (protocol.h), now the caller's to shut down and close; -1 if
+ * none. ks_box_free otherwise does it. */
+int ks_box_take_release(struct ks_box *box);
 /* Frees a request's owned pointers; for callers that never made a box. */
 void ks_box_request_free(struct ks_box_request *req);
 
