@@ -74,13 +74,14 @@ export interface InitTerms {
   /** Nonzero: a kernel box, whose cells kernelCell() names by this key. */
   kernelKey: number;
   /** A prewarm box's channel is made here and a copy of the host's end is
-   * the caller's, in channelFd (set by run()): sendSpec() writes a claim's
-   * argv there; wsClose() closes it. */
+   * the caller's, in channelFd (set by run()): claimSend() writes a claim's
+   * argv there and closes it; wsClose() closes it unused. */
   shareChannel?: boolean;
   /** Set by run() with shareChannel: the caller's copy of the channel, or absent. */
   channelFd?: number;
-  /** A claim whose whole spec went through sendSpec() already: with no
-   * parked box to take over, it settles `missed` and starts nothing. */
+  /** A claim whose whole spec went through claimSend() already: with no
+   * parked box to take over, it settles `missed` and starts nothing (its
+   * argv, env and stopArgv may then be empty: they are never used). */
   specSent?: boolean;
   /** The call's change tracking, begun by the caller (watchBegin) before it
    * sent the claim's argv itself: run() takes it over. */
@@ -175,9 +176,11 @@ export function kernelCell(
 
 /** Recycles a parked prewarm box (if it is still parked). */
 export function dropParked(parkKey: number): void;
-/** Writes a claim's argv frame to a parked box's channel (InitTerms.channelFd)
- * without blocking: the bytes sent, or -1 (not such a descriptor, or the box is gone). */
-export function sendSpec(channelFd: number, frame: Buffer): number;
+/** Writes the SPEC frame of a claim's argv to a parked box's channel
+ * (InitTerms.channelFd) without blocking, then closes that descriptor: the
+ * bytes of the frame left unsent (0: all went; all of it when this is not
+ * such a descriptor, the box is gone, or the frame is over 64 KiB). */
+export function claimSend(channelFd: number, argv: string[]): number;
 /** Begins a call's change tracking on this thread, for a claim whose argv
  * the caller sends itself: null when the tracker has events still to read
  * (the engine then begins it, and sends the argv after). run() takes it
