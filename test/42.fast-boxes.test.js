@@ -180,6 +180,27 @@ describe("fast boxes (issue 16)", function () {
       }
     });
 
+    it("a settled box's init is released after the caller's turn: kern's teardown never runs " +
+      "in the caller's continuation, and starts once it is over", async function () {
+      const ws = h.tmpDir("turn-");
+      const s = await new Sandbox({ prewarm: 0, [ENGINE]: "init", workspace: ws }).open();
+      try {
+        const r = await s.run(["true"]);
+        assert.strictEqual(r.exitCode, 0);
+        // Still the caller's turn: the init waits for its release (up to its
+        // own bound, 100 ms from its report), so the box's kern is there.
+        const until = Date.now() + 30;
+        let alive = true;
+        while (alive && Date.now() < until) alive = kernsWith(ws).length > 0;
+        assert.ok(alive, "the box's kern ended during the caller's turn");
+        // Positive control: once the turn is over, it ends.
+        assert.ok(await h.waitFor(() => kernsWith(ws).length === 0, 5000), "kern ended after the turn");
+      } finally {
+        await s.close();
+        fs.rmSync(ws, { recursive: true, force: true });
+      }
+    });
+
     it("exit(137) is the workload's own, not a SIGKILL: killed, but never put down to memory",
       async function () {
         const s = await new Sandbox({ prewarm: 0, [ENGINE]: "init" }).open();
