@@ -10,8 +10,6 @@ const binding = require("./binding");
 
 const BOX_DIR = "/.ks"; // KS_INIT_BOX_DIR
 const BOX_PATH = `${BOX_DIR}/ks-init`; // KS_INIT_BOX_PATH
-const FRAME_MAGIC = 0x3246534b; // KS_INIT_FRAME_MAGIC, "KSF2"
-const FRAME_SPEC = 1; // KS_INIT_SPEC
 const REPORT_EXITED = 1; // KS_INIT_EXITED
 const REPORT_SIGNALED = 2;
 
@@ -184,18 +182,10 @@ function apparmorArgs(apparmor) {
   return apparmor !== null ? ["--apparmor", apparmor] : [];
 }
 
-const LE = os.endianness() === "LE";
-
-/** The SPEC frame for an init waiting with --wait: the argv to exec. */
+/** The SPEC frame for an init waiting with --wait: the argv to exec
+ * (csrc/init/protocol.h; built by the engine, the one encoder of it). */
 function specFrame(command) {
-  const body = Buffer.from(command.map((a) => `${a}\0`).join(""), "utf8");
-  const out = Buffer.allocUnsafe(12 + body.length);
-  const put = (v, at) => (LE ? out.writeUInt32LE(v, at) : out.writeUInt32BE(v, at));
-  put(FRAME_MAGIC, 0);
-  put(FRAME_SPEC, 4);
-  put(body.length, 8);
-  body.copy(out, 12);
-  return out;
+  return binding.specFrame(command);
 }
 
 module.exports = { BOX_DIR, BOX_PATH, BOOT_SOURCE, INIT_BINARY, REPORT_EXITED, REPORT_SIGNALED,

@@ -181,6 +181,8 @@ export function dropParked(parkKey: number): void;
  * bytes of the frame left unsent (0: all went; all of it when this is not
  * such a descriptor, the box is gone, or the frame is over 64 KiB). */
 export function claimSend(channelFd: number, argv: string[]): number;
+/** The SPEC frame of argv, as claimSend() writes it (for InitTerms.spec). */
+export function specFrame(argv: string[]): Buffer;
 /** Begins a call's change tracking on this thread, for a claim whose argv
  * the caller sends itself: null when the tracker has events still to read
  * (the engine then begins it, and sends the argv after). run() takes it

@@ -975,7 +975,7 @@ static char *ks__spec_frame(napi_env env, napi_value argv, size_t *len) {
   return frame;
 bad:
   napi_throw_type_error(env, "ERR_INVALID_ARG_TYPE",
-                        "claimSend(channelFd, argv): argv must be a non-empty array of strings");
+                        "a SPEC frame's argv must be a non-empty array of strings");
   return NULL;
 }
 
@@ -1021,6 +1021,34 @@ static napi_value ks__claim_send(napi_env env, napi_callback_info info) {
   return out;
 }
 
+/* specFrame(argv) -> Buffer: the SPEC frame of argv, as claimSend writes it
+ * (the engine sends it when the caller could not: terms.spec). */
+static napi_value ks__spec_frame_buffer(napi_env env, napi_callback_info info) {
+  size_t argc = 1;
+  napi_value argv[1];
+  bool is_array = false;
+  char *frame;
+  size_t len = 0;
+  void *data;
+  napi_value out;
+
+  KS_NAPI_CALL(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  if (argc != 1 || napi_is_array(env, argv[0], &is_array) != napi_ok || !is_array) {
+    napi_throw_type_error(env, "ERR_INVALID_ARG_TYPE", "specFrame(argv)");
+    return NULL;
+  }
+  frame = ks__spec_frame(env, argv[0], &len);
+  if (frame == NULL)
+    return NULL;
+  if (napi_create_buffer_copy(env, len, frame, &data, &out) != napi_ok) {
+    free(frame);
+    ks_napi_throw_last(env);
+    return NULL;
+  }
+  free(frame);
+  return out;
+}
+
 /* cancelledGroups(): for the tests, that closed sessions are forgotten. */
 static napi_value ks__cancelled_groups(napi_env env, napi_callback_info info) {
   (void) info;
@@ -1033,7 +1061,7 @@ bool ks_napi_init_run(napi_env env, napi_value exports) {
       {"cancelledGroups", ks__cancelled_groups}, {"run", ks__run},
       {"shutdown", ks__shutdown}, {"liveBoxes", ks__live_boxes},
       {"tailBoxes", ks__tail_boxes}, {"dropParked", ks__drop_parked},
-      {"claimSend", ks__claim_send},
+      {"claimSend", ks__claim_send}, {"specFrame", ks__spec_frame_buffer},
   };
   napi_value v;
 
