@@ -10,7 +10,17 @@
  *   spawn-baseline -p MS N KERN ARGS...  N calls in a row, MS milliseconds
  *                                      apart: the median call, in microseconds
  *                                      (a paced call meets cold caches, as a
- *                                      paced call of the package does) */
+ *                                      paced call of the package does)
+ *   spawn-baseline -r [-p MS] N ...    the floor of an engine that settles at
+ *                                      the in-box init's report (ARGS run
+ *                                      ks-init): stdin is the init's channel,
+ *                                      a call ends at its REPORT frame, the
+ *                                      init is released at once and kern is
+ *                                      drained and reaped between calls, as
+ *                                      the package's tail does. Nothing but
+ *                                      posix_spawn and a read: what an engine
+ *                                      that cost nothing on the host would
+ *                                      measure, teardown overlap included */
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <spawn.h>
@@ -18,11 +28,17 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "../csrc/init/protocol.h"
+
 extern char **environ;
+
+/* -r: settle at the init's report (see above). */
+static int report_mode;
 
 /* Moves fd above the child's fd plan (0-4), so no dup2 overwrites a source. */
 static int lift(int fd) {
@@ -41,11 +57,12 @@ struct child {
   pid_t pid;
   int out;
   int st;
+  int chan; /* -r: the init's channel; else -1 */
 };
 
 /* Starts one kern with the addon's fd plan; 0 on success. */
 static int start(char **argv, struct child *c) {
-  int out[2], st[2];
+  int out[2], st[2], chan[2] = {-1, -1};
   int envfd = lift(memfd_create("env", MFD_CLOEXEC));
   posix_spawn_file_actions_t fa;
 
@@ -57,8 +74,17 @@ static int start(char **argv, struct child *c) {
   out[1] = lift(out[1]);
   st[0] = lift(st[0]);
   st[1] = lift(st[1]);
+  if (report_mode) {
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, chan) < 0)
+      return -1;
+    chan[0] = lift(chan[0]);
+    chan[1] = lift(chan[1]);
+  }
   posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+  if (report_mode)
+    posix_spawn_file_actions_adddup2(&fa, chan[1], 0);
+  else
+    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
   posix_spawn_file_actions_adddup2(&fa, out[1], 1);
   posix_spawn_file_actions_adddup2(&fa, out[1], 2);
   posix_spawn_file_actions_adddup2(&fa, st[1], 3);
@@ -69,22 +95,85 @@ static int start(char **argv, struct child *c) {
   close(out[1]);
   close(st[1]);
   close(envfd);
+  if (chan[1] >= 0)
+    close(chan[1]);
   c->out = out[0];
   c->st = st[0];
+  c->chan = chan[0];
   return 0;
 }
 
-/* Drains both pipes to EOF and reaps the child. */
+/* kern processes whose call settled at the report: drained and reaped
+ * between calls and at the end (a ring: one call at a time keeps few). */
+#define MAX_TAILS 64
+static struct child tails[MAX_TAILS];
+static int ntails;
+
+static void finish(struct child *c);
+
+static void tails_poll(int wait) {
+  char buf[65536];
+  for (int i = 0; i < ntails;) {
+    struct child *t = &tails[i];
+    int status;
+    if (!wait) {
+      while (read(t->out, buf, sizeof buf) > 0) {
+      }
+      while (read(t->st, buf, sizeof buf) > 0) {
+      }
+      if (waitpid(t->pid, &status, WNOHANG) == 0) {
+        i++;
+        continue;
+      }
+      t->pid = -1;
+    }
+    finish(t);
+    tails[i] = tails[--ntails];
+  }
+}
+
+/* -r: waits for the REPORT frame, releases the init; kern becomes a tail. */
+static void settle_at_report(struct child *c) {
+  char frame[sizeof(struct ks_init_frame_header) + sizeof(struct ks_init_report)];
+  size_t got = 0;
+  while (got < sizeof frame) {
+    ssize_t n = read(c->chan, frame + got, sizeof frame - got);
+    if (n <= 0)
+      break; /* no init (the test double): its EOF, at the box's end */
+    got += (size_t) n;
+  }
+  (void) shutdown(c->chan, SHUT_WR);
+  close(c->chan);
+  c->chan = -1;
+  if (ntails == MAX_TAILS)
+    tails_poll(1);
+  (void) fcntl(c->out, F_SETFL, O_NONBLOCK);
+  (void) fcntl(c->st, F_SETFL, O_NONBLOCK);
+  tails[ntails++] = *c;
+}
+
+/* Ends one call: at the report with -r, else at kern's exit. */
+static void end_call(struct child *c) {
+  if (report_mode)
+    settle_at_report(c);
+  else
+    finish(c);
+}
+
+/* Drains both pipes to EOF and reaps the child (if not yet reaped). */
 static void finish(struct child *c) {
   char buf[65536];
   int status;
+  (void) fcntl(c->out, F_SETFL, 0);
+  (void) fcntl(c->st, F_SETFL, 0);
   while (read(c->out, buf, sizeof buf) > 0) {
   }
   while (read(c->st, buf, sizeof buf) > 0) {
   }
   close(c->out);
   close(c->st);
-  waitpid(c->pid, &status, 0);
+  if (c->pid > 0)
+    waitpid(c->pid, &status, 0);
 }
 
 /* KS_BASELINE_UNIQUE=K: argument K (the box name) gets "-<call index>"
@@ -117,13 +206,15 @@ static int paced(char **argv, int n, int gap_ms) {
     struct timespec gap = {.tv_sec = gap_ms / 1000, .tv_nsec = (gap_ms % 1000) * 1000000L};
     double t;
     nanosleep(&gap, NULL);
+    tails_poll(0);
     unique_name(argv, i);
     t = now_us();
     if (start(argv, &c) < 0)
       return 1;
-    finish(&c);
+    end_call(&c);
     took[i] = now_us() - t;
   }
+  tails_poll(1);
   qsort(took, (size_t) n, sizeof *took, by_value);
   printf("%.1f\n", n % 2 ? took[n / 2] : (took[n / 2 - 1] + took[n / 2]) / 2);
   free(took);
@@ -135,10 +226,15 @@ int main(int argc, char **argv) {
   int n;
   double t0;
 
+  if (argc > 1 && strcmp(argv[1], "-r") == 0) {
+    report_mode = 1;
+    argv++;
+    argc--;
+  }
   if (argc > 4 && strcmp(argv[1], "-p") == 0)
     return paced(argv + 4, atoi(argv[3]), atoi(argv[2]));
-  if (argc < 3 + concurrent) {
-    fprintf(stderr, "usage: spawn-baseline [-c | -p MS] N KERN ARGS...\n");
+  if (argc < 3 + concurrent || (concurrent && report_mode)) {
+    fprintf(stderr, "usage: spawn-baseline [-c | [-r] [-p MS]] N KERN ARGS...\n");
     return 2;
   }
   n = atoi(argv[1 + concurrent]);
@@ -161,11 +257,13 @@ int main(int argc, char **argv) {
   }
   for (int i = 0; i < n; i++) {
     struct child c;
+    tails_poll(0);
     unique_name(argv, i);
     if (start(argv, &c) < 0)
       return 1;
-    finish(&c);
+    end_call(&c);
   }
   printf("%.1f\n", (now_us() - t0) / n);
+  tails_poll(1);
   return 0;
 }
