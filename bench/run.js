@@ -87,6 +87,14 @@ function buildBaselineHelper() {
   return out;
 }
 
+/** Runs the helper while this process idles (its event loop, the sampler's
+ * timer included, runs as between our calls): what it printed, in ms. */
+function runHelper(helper, args, env = process.env) {
+  return new Promise((resolve, reject) => {
+    execFile(helper, args, { env }, (e, out) => (e ? reject(e) : resolve(Number(out) / 1000)));
+  });
+}
+
 async function perCallOverhead() {
   loop.disable(); // compiling the helper is the bench's own synchronous work
   const helper = buildBaselineHelper();
@@ -108,9 +116,7 @@ async function perCallOverhead() {
     const NP = QUICK ? 20 : 40;
     const GAP_MS = 20;
     const env = { ...process.env, KERN_STARTED_FD: "3", ...(realKern ? { KS_BASELINE_UNIQUE: "2" } : {}) };
-    const helperRun = (args) => new Promise((resolve, reject) => {
-      execFile(helper, [...args, ...(argv || [])], { env }, (e, out) => (e ? reject(e) : resolve(Number(out) / 1000)));
-    });
+    const helperRun = (args) => runHelper(helper, [...args, ...(argv || [])], env);
     const ours = [];
     const base = [];
     const oursPaced = [];
@@ -497,10 +503,8 @@ async function prewarmed() {
   // The same, paced as the calls are: what `true` itself takes 50 ms after
   // the last one, with the caches and the CPUs' idle states that pacing
   // leaves (the bench sleeps while the helper runs).
-  const barePaced = await new Promise((resolve) => {
-    execFile(helper, ["-p", "50", String(QUICK ? 40 : 100), "/usr/bin/true"],
-      (e, stdout) => resolve(e ? NaN : Number(stdout) / 1000));
-  });
+  const barePaced = await runHelper(helper, ["-p", "50", String(QUICK ? 40 : 100), "/usr/bin/true"])
+    .catch(() => NaN);
   row(`run(["true"]), prewarm: 1, calls 50 ms apart`,
     `\`true\` alone on the host (C posix_spawn until it exits): ${floor.toFixed(2)} ms back to back, ` +
       `${barePaced.toFixed(2)} ms 50 ms apart (p50)`,
@@ -516,7 +520,7 @@ async function prewarmed() {
   const ratio = median(warm) / median(cold);
   row(`runCode("print(1)") back to back, prewarm: 1`,
     `prewarm: 0, interleaved rounds: p50 ${median(cold).toFixed(2)} ms`,
-    `p50 ${median(warm).toFixed(2)} ms = ${ratio.toFixed(2)}x`, "<= 1.0x (not slower)", ratio <= 1.05);
+    `p50 ${median(warm).toFixed(2)} ms = ${ratio.toFixed(2)}x`, "<= 1.0x (not slower)", ratio <= 1.0);
 }
 
 /** Issue 14's figures: a warm kernel's cell round trip, shared and fork,

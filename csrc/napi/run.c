@@ -930,7 +930,8 @@ static napi_value ks__drop_parked(napi_env env, napi_callback_info info) {
 #define KS__CLAIM_SEND_MAX (64u << 10)
 
 /* The SPEC frame of argv (an array of strings, JS-checked for NUL bytes):
- * malloc'd, its length in *len; NULL with an exception pending. */
+ * malloc'd, its length in *len; NULL with an exception pending. The one
+ * check of argv: anything but a non-empty array of strings throws. */
 static char *ks__spec_frame(napi_env env, napi_value argv, size_t *len) {
   struct ks_init_frame_header h = {.magic = KS_INIT_FRAME_MAGIC, .type = KS_INIT_SPEC};
   uint32_t n = 0;
@@ -991,7 +992,6 @@ static napi_value ks__claim_send(napi_env env, napi_callback_info info) {
   napi_value argv[2];
   struct ks_addon *addon;
   int32_t fd = -1;
-  bool is_array = false;
   char *frame;
   size_t len = 0;
   ssize_t n = -1;
@@ -999,12 +999,11 @@ static napi_value ks__claim_send(napi_env env, napi_callback_info info) {
 
   KS_NAPI_CALL(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
   KS_NAPI_CALL(env, napi_get_instance_data(env, (void **) &addon));
-  if (argc != 2 || napi_get_value_int32(env, argv[0], &fd) != napi_ok ||
-      napi_is_array(env, argv[1], &is_array) != napi_ok || !is_array) {
+  if (argc != 2 || napi_get_value_int32(env, argv[0], &fd) != napi_ok) {
     napi_throw_type_error(env, "ERR_INVALID_ARG_TYPE", "claimSend(channelFd, argv)");
     return NULL;
   }
-  frame = ks__spec_frame(env, argv[1], &len);
+  frame = ks__spec_frame(env, argv[1], &len); /* checks argv */
   if (frame == NULL)
     return NULL;
   if (ks_addon_holds(addon, fd)) {
@@ -1026,18 +1025,17 @@ static napi_value ks__claim_send(napi_env env, napi_callback_info info) {
 static napi_value ks__spec_frame_buffer(napi_env env, napi_callback_info info) {
   size_t argc = 1;
   napi_value argv[1];
-  bool is_array = false;
   char *frame;
   size_t len = 0;
   void *data;
   napi_value out;
 
   KS_NAPI_CALL(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
-  if (argc != 1 || napi_is_array(env, argv[0], &is_array) != napi_ok || !is_array) {
+  if (argc != 1) {
     napi_throw_type_error(env, "ERR_INVALID_ARG_TYPE", "specFrame(argv)");
     return NULL;
   }
-  frame = ks__spec_frame(env, argv[0], &len);
+  frame = ks__spec_frame(env, argv[0], &len); /* checks argv */
   if (frame == NULL)
     return NULL;
   if (napi_create_buffer_copy(env, len, frame, &data, &out) != napi_ok) {
