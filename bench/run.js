@@ -106,6 +106,12 @@ function buildBaselineHelper() {
   return out;
 }
 
+/** The helper's environment for a kern argv: the started fd on 3, as the
+ * addon gives it, and with a real kern a fresh box name per call. */
+function helperEnv() {
+  return { ...process.env, KERN_STARTED_FD: "3", ...(realKern ? { KS_BASELINE_UNIQUE: "2" } : {}) };
+}
+
 /** Runs the helper while this process idles (its event loop, the sampler's
  * timer included, runs as between our calls): what it printed, in ms. */
 function runHelper(helper, args, env = process.env) {
@@ -139,8 +145,7 @@ async function perCallOverhead() {
     const N = QUICK ? 30 : 50;
     const NP = QUICK ? 20 : 40;
     const GAP_MS = 20;
-    const env = { ...process.env, KERN_STARTED_FD: "3", ...(realKern ? { KS_BASELINE_UNIQUE: "2" } : {}) };
-    const helperRun = (args) => runHelper(helper, [...args, ...(argv || [])], env);
+    const helperRun = (args) => runHelper(helper, [...args, ...(argv || [])], helperEnv());
     const ours = [];
     const base = [];
     const oursPaced = [];
@@ -536,8 +541,7 @@ async function prewarmed() {
   // that cost nothing on the host would measure: the box's share of the
   // figure, which no host code can take away.
   const warmFloor = await runHelper(helper, ["-w", "true", "-p", "50", String(QUICK ? 40 : 100),
-    ...warmBoxArgv()], { ...process.env, KERN_STARTED_FD: "3",
-    ...(realKern ? { KS_BASELINE_UNIQUE: "2" } : {}) }).catch(() => NaN);
+    ...warmBoxArgv()], helperEnv()).catch(() => NaN);
   row(`run(["true"]), prewarm: 1, calls 50 ms apart`,
     `\`true\` alone on the host (C posix_spawn until it exits): ${floor.toFixed(2)} ms back to back, ` +
       `${barePaced.toFixed(2)} ms 50 ms apart (p50); a prewarmed box of the same kern driven from ` +

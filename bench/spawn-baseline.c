@@ -238,22 +238,20 @@ static int paced(char **argv, int n, int gap_ms) {
     struct child c;
     struct timespec gap = {.tv_sec = gap_ms / 1000, .tv_nsec = (gap_ms % 1000) * 1000000L};
     double t;
+    /* -w: the box is started before the gap and waits through it, as a
+     * prewarmed one does; the call is its SPEC frame. Else the call is the
+     * start. */
+    if (warm_cmd == NULL)
+      nanosleep(&gap, NULL);
+    tails_poll(0);
+    unique_name(argv, i);
+    t = now_us();
+    if (start(argv, &c) < 0)
+      return 1;
     if (warm_cmd != NULL) {
-      /* The box waits through the gap, as a prewarmed one does. */
-      tails_poll(0);
-      unique_name(argv, i);
-      if (start(argv, &c) < 0)
-        return 1;
       nanosleep(&gap, NULL);
       t = now_us();
       if (send_spec(&c) < 0)
-        return 1;
-    } else {
-      nanosleep(&gap, NULL);
-      tails_poll(0);
-      unique_name(argv, i);
-      t = now_us();
-      if (start(argv, &c) < 0)
         return 1;
     }
     end_call(&c);
