@@ -42,7 +42,8 @@
       "cflags!": ["-fno-exceptions"],
       "configurations": {
         "Debug": {
-          "#": "The Debug build is the sanitizer build (npm run test:asan).",
+          "#": "The Debug build is the sanitizer build (npm run test:asan). KS_FAILPOINTS: the pauses tests put into the engine's races (csrc/core/box/sup-internal.h); never in a release build.",
+          "defines": ["KS_FAILPOINTS"],
           "cflags": [
             "-fsanitize=address,undefined",
             "-fno-sanitize-recover=undefined",

@@ -23,6 +23,9 @@ const { newCancelKey } = require("./session");
 
 // kern's backstop for a kernel's box, and so a kernel's longest life.
 const KERNEL_BACKSTOP_S = 24 * 3600;
+// A kernel's start (its box, then the interpreter's boot) is given at least
+// this, however short the session's timeoutS.
+const KERNEL_START_MIN_DEFAULT_MS = 30 * 1000;
 const MAX_CHECKPOINTS = 64;
 const DEFAULT_CHECKPOINTS = 8;
 const ROLLBACK_TIMEOUT_MS = 10_000;
@@ -59,7 +62,7 @@ function waitOutcome(status) {
 }
 
 class Kernel {
-  #host; // the Sandbox's side: startBox(key, claim), options(call), limits()
+  #host; // the Sandbox's side: startBox(key, claim), startMinMs, options(call), limits()
   #key = 0; // the engine's key of the current box (also its cancel key)
   #box = null; // the engine's promise for that box: settles when it ends
   #starting = null; // the start in progress (or done): resolves when cells may go
@@ -110,8 +113,10 @@ class Kernel {
       let raw;
       try {
         const o = this.#host.options({});
+        // From the call: a start that waits for its box's interpreter waits
+        // on this clock too.
         raw = await this.#engine(0, "kernel", MODES[this.isolation], this.checkpoints, null,
-          Math.max(o.timeoutS, 30) * 1000, o.maxOutputBytes, null, null, 0);
+          Math.max(o.timeoutS * 1000, this.#host.startMinMs), o.maxOutputBytes, null, null, 0);
       } finally {
         dispose();
         if (claimed) setImmediate(refill); // the pool's box is gone, however this went
@@ -331,4 +336,4 @@ function timeoutFault(o, what) {
   return { type: "timeout", message: `the cell ran past its ${o.timeoutS}s limit ${what}` };
 }
 
-module.exports = { Kernel, kernelOptions, KERNEL_BACKSTOP_S, AbortError };
+module.exports = { Kernel, kernelOptions, KERNEL_BACKSTOP_S, KERNEL_START_MIN_DEFAULT_MS, AbortError };

@@ -23,8 +23,8 @@ const { checkRelPath } = require("./paths");
 const snapshots = require("./snapshot");
 const init = require("./init");
 const { Pool, IDLE_MS } = require("./pool");
-const { Kernel, kernelOptions, KERNEL_BACKSTOP_S } = require("./kernel");
-const { ENGINE, POOL_STATS, POOL_IDLE_MS } = require("./internal");
+const { Kernel, kernelOptions, KERNEL_BACKSTOP_S, KERNEL_START_MIN_DEFAULT_MS } = require("./kernel");
+const { ENGINE, POOL_STATS, POOL_IDLE_MS, KERNEL_START_MIN_MS } = require("./internal");
 
 const INLINE_CODE_MAX = 128 * 1024; // longer code goes through a workspace file (ARG_MAX)
 const READ_MAX = 2 ** 31 - 1; // what Node's own fs.readFile accepts
@@ -77,6 +77,7 @@ class Sandbox {
   #capWarnings; // false only for doctor()'s probe (lib/warnings.js)
   #engine; // "init" (the in-box init, lib/init.js) or "direct" (0.1.1's argv, for tests)
   #idleMs; // the pool's idle limit
+  #kernelStartMinMs; // the least time a kernel's start is given
   #seen = new Map(); // field list -> { snap: the fields' values, o: them normalized }
   #flags = null; // the last call's box flags and keys, while the fields stay as they were
 
@@ -90,6 +91,8 @@ class Sandbox {
     const asked = opts ? opts[ENGINE] : undefined;
     this.#engine = asked === "direct" ? "direct" : "init";
     this.#idleMs = opts && typeof opts[POOL_IDLE_MS] === "number" ? opts[POOL_IDLE_MS] : IDLE_MS;
+    this.#kernelStartMinMs = opts && typeof opts[KERNEL_START_MIN_MS] === "number"
+      ? opts[KERNEL_START_MIN_MS] : KERNEL_START_MIN_DEFAULT_MS;
     // The public fields the reference exposes, with its defaults.
     this.image = o.image;
     this.setup = o.setup;
@@ -648,6 +651,7 @@ class Sandbox {
     const capKey = () => `${this.#kern}\0${this.enforceLimits}\0${this.image}`;
     const host = {
       startBox: (key, claim) => this.#startKernelBox(st, key, claim),
+      startMinMs: this.#kernelStartMinMs,
       options: (call) => {
         if (!st.live) throw new SandboxError("the Sandbox is closed, and its kernels with it");
         return this.#callOptions(call);

@@ -13,7 +13,7 @@ const h = require("./lib/harness");
 const { manyKernels } = require("./lib/kernels");
 const { Sandbox, Kernel, SandboxError, AbortError } = require("..");
 const binding = require("../lib/binding");
-const { POOL_STATS } = require("../lib/internal");
+const { POOL_STATS, KERNEL_START_MIN_MS } = require("../lib/internal");
 const { watchClosesSettled } = require("../lib/session");
 
 /** Live processes (pids) of the double whose argv names marker: its kerns. */
@@ -419,6 +419,81 @@ describe("code interpreter: the kernel (issue 14)", function () {
       } finally {
         await s.close();
       }
+    });
+
+    it("a kernel's start on a quiet prewarmed box is never lost to the engine's wakeup, " +
+      "whenever it comes (the Debug build pauses the engine between taking its cells and " +
+      "reading its wakeup)", async function () {
+      if (binding.flavour !== "Debug")
+        return h.skip(this, "the pause is a failpoint of the Debug build (npm run test:asan runs this)");
+      // In a process of its own: the pause slows every turn of its engine.
+      // A cancel of a key nobody uses wakes the engine, which takes its
+      // (empty) cells and pauses; kernel() submits its box and its start
+      // during the pause. Read after the take, as it once was, the wakeup
+      // went with the batch's, and nothing else woke the engine: the start
+      // waited for the next call of the process (two minutes, once, in CI).
+      const code = `
+        const { Sandbox } = require(${JSON.stringify(h.repo)});
+        const { POOL_STATS } = require(${JSON.stringify(`${h.repo}/lib/internal`)});
+        const binding = require(${JSON.stringify(`${h.repo}/lib/binding`)});
+        const { newCancelKey } = require(${JSON.stringify(`${h.repo}/lib/session`)});
+        const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+        (async () => {
+          const c = await new Sandbox({ prewarm: 0 }).open();
+          let t = Date.now();
+          await c.run(["true"]); // the positive control: the pause is in
+          const controlMs = Date.now() - t;
+          await c.close();
+          const s = await new Sandbox({ prewarm: 1 }).open();
+          while (s[POOL_STATS]().ready !== 1) await sleep(5);
+          await sleep(1500); // its interpreter has booted, and the box is quiet
+          const nobody = newCancelKey();
+          binding.cancelGroup(nobody);
+          await sleep(10); // the engine is in its pause
+          t = Date.now();
+          const starting = s.kernel();
+          const took = s[POOL_STATS]().ready === 0; // the prewarmed box, not a cold one
+          const k = await Promise.race([starting, sleep(10000).then(() => null)]);
+          const startMs = Date.now() - t;
+          const two = k === null ? null : (await k.runCode("1 + 1")).results[0].text;
+          console.log(JSON.stringify({ controlMs, took, startMs, started: k !== null, two }));
+          process.exit(0); // the kernel and the session die with the process
+        })();`;
+      const child = spawn(process.execPath, ["-e", code], { stdio: ["ignore", "pipe", "inherit"],
+        env: { ...process.env, KS_FAILPOINT_SUP_TAKE_MS: "50" } });
+      let out = "";
+      child.stdout.on("data", (d) => (out += d));
+      await h.exitOf(child);
+      const r = JSON.parse(out);
+      assert.ok(r.controlMs >= 50, `positive control: the pause slows a call (${r.controlMs} ms)`);
+      assert.ok(r.took, "the kernel took the prewarmed box");
+      assert.ok(r.started, `kernel() did not start within 10 s (${r.startMs} ms)`);
+      assert.strictEqual(r.two, "2");
+      h.note(`kernel() with the pause: ${r.startMs} ms; a call: ${r.controlMs} ms`);
+    });
+
+    it("a kernel's start that its box never gets to ends at the start's deadline, counted " +
+      "from the call, and says so", async function () {
+      // The double's sleep-start mode starts the box's command 2 s late: the
+      // start waits, unsent, for an interpreter that is not there yet.
+      const s = await new Sandbox({ prewarm: 0, image: "fake:sleep-start", timeoutS: 0.5,
+        [KERNEL_START_MIN_MS]: 0 }).open();
+      try {
+        const t0 = Date.now();
+        await assert.rejects(s.kernel(), (e) => e instanceof SandboxError &&
+          /the kernel could not start: the kernel did not start in time/.test(e.message));
+        const ms = Date.now() - t0;
+        assert.ok(ms < 1900, `rejected after ${ms} ms, not at the 0.5 s deadline`);
+        // The positive control: with the time it needs, the same box starts.
+        s.timeoutS = 5;
+        const k = await s.kernel();
+        assert.strictEqual((await k.runCode("1 + 1")).results[0].text, "2");
+        await k.close();
+      } finally {
+        await s.close();
+      }
+      await watchClosesSettled();
+      assert.strictEqual(await h.settledLiveBoxes(), 0);
     });
 
     it("the kernel's box dies with close(), and with the session's close()", async function () {

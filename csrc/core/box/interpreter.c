@@ -790,7 +790,8 @@ static void ks__kernel_pump(struct ks_sup *sup, struct ks_box *box, uint64_t now
   }
   k->current = cell;
   cell->start_ns = now;
-  cell->deadline_ns = now + cell->req.timeout_ns;
+  if (cell->req.type != KS_IP_KERNEL || cell->deadline_ns == 0) /* a start's: from its queueing */
+    cell->deadline_ns = now + cell->req.timeout_ns;
   box->ipr.max = cell->req.cap;
   if (cell->req.type == KS_IP_CELL) {
     if (ks__cell_pipes(out, errp, &err) < 0) {
@@ -871,6 +872,12 @@ void ks__cells_take(struct ks_sup *sup, struct ks_cell *cells, uint64_t now) {
       continue;
     }
     cell->box = box;
+    /* A kernel's start counts from here, not from its sending: it waits
+     * for the box's interpreter, and a box whose interpreter never comes
+     * (a kern stuck in its setup) must not keep kernel() waiting for the
+     * kernel's 24-hour backstop. */
+    if (cell->req.type == KS_IP_KERNEL)
+      cell->deadline_ns = now + cell->req.timeout_ns;
     if (box->kernel->queue_tail != NULL)
       box->kernel->queue_tail->next = cell;
     else
@@ -902,6 +909,14 @@ static void ks__cell_stop(struct ks_sup *sup, struct ks_box *box, struct ks_cell
     ks__kernel_kill(sup, box, "the kernel could not be interrupted", now);
 }
 
+/* A kernel's start still queued (its box's interpreter has not attached)
+ * past its deadline. Once sent, the start is the current cell, with the
+ * same deadline. */
+static bool ks__start_overdue(const struct ks__kernel *k, uint64_t now) {
+  const struct ks_cell *q = k->queue;
+  return k->current == NULL && q != NULL && q->req.type == KS_IP_KERNEL && now >= q->deadline_ns;
+}
+
 void ks__cells_sweep(struct ks_sup *sup, uint64_t now) {
   ks__cells_flush(sup);
   for (struct ks_box *box = sup->live; box != NULL; box = box->next) {
@@ -924,6 +939,10 @@ void ks__cells_sweep(struct ks_sup *sup, uint64_t now) {
       } else {
         pp = &q->next;
       }
+    }
+    if (ks__start_overdue(k, now)) {
+      ks__kernel_kill(sup, box, "the kernel did not start in time", now);
+      continue;
     }
     cell = k->current;
     if (cell == NULL || !cell->sent)
@@ -953,7 +972,10 @@ uint64_t ks__cells_next_deadline(struct ks_sup *sup) {
   for (struct ks_box *box = sup->live; box != NULL; box = box->next) {
     struct ks_cell *cell = box->kernel != NULL ? box->kernel->current : NULL;
     uint64_t t;
-    if (cell == NULL || !cell->sent || box->exited || box->killed)
+    if (box->kernel != NULL && cell == NULL && box->kernel->queue != NULL &&
+        box->kernel->queue->req.type == KS_IP_KERNEL && !box->exited && !box->killed)
+      cell = box->kernel->queue; /* a start not yet sent */
+    else if (cell == NULL || !cell->sent || box->exited || box->killed)
       continue;
     t = cell->stopping ? cell->grace_ns : cell->deadline_ns;
     if (t < next)

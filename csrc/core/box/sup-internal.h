@@ -207,6 +207,11 @@ struct ks_sup {
   struct ks_sup_hooks hooks;
   void *ctx;
   struct ks__watch wake_watch;
+#ifdef KS_FAILPOINTS
+  /* The Debug build's pause after the thread took the cells (from
+   * KS_FAILPOINT_SUP_TAKE_MS): it widens the window a test races into. */
+  unsigned failpoint_take_ms;
+#endif
   char scratch[KS__SCRATCH_SIZE];
 };
 

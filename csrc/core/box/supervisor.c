@@ -1273,7 +1273,6 @@ static int ks__next_timeout_ms(struct ks_sup *sup, uint64_t now) {
 
 static void ks__dispatch(struct ks_sup *sup, struct ks__watch *w, uint32_t events, uint64_t now) {
   struct ks_box *box = w->owner;
-  uint64_t v;
 
   switch (w->kind) {
   case KS__W_STDOUT:
@@ -1309,9 +1308,25 @@ static void ks__dispatch(struct ks_sup *sup, struct ks__watch *w, uint32_t event
     ks__stray_drain(sup, w);
     break;
   case KS__W_WAKE:
+    break; /* read before the lists were taken (ks__take_wakeup) */
+  }
+}
+
+/* Reads the wakeup counter, if this batch has it. It must be read before
+ * the submission lists are taken, never after: a submission's wakeup that
+ * came between the take and the read would be read with the batch's, and
+ * its cell would wait for whatever woke the thread next (a kernel's start
+ * on a quiet prewarmed box waited until the next call of the process, two
+ * minutes once). Read first, a submission after it leaves the counter set,
+ * and the next epoll_wait returns at once. */
+static void ks__take_wakeup(struct ks_sup *sup, const struct epoll_event *events, int n) {
+  uint64_t v;
+  for (int i = 0; i < n; i++) {
+    if (events[i].data.ptr != &sup->wake_watch)
+      continue;
     while (read(sup->wakefd, &v, sizeof v) < 0 && errno == EINTR) {
     }
-    break;
+    return;
   }
 }
 
@@ -1387,10 +1402,15 @@ static void *ks__sup_main(void *arg) {
     int n = epoll_wait(sup->epfd, events, KS__MAX_EVENTS, ks__next_timeout_ms(sup, now));
 
     now = ks__now_ns();
+    ks__take_wakeup(sup, events, n);
     pthread_mutex_lock(&sup->lock);
     cells = sup->cells_head;
     sup->cells_head = sup->cells_tail = NULL;
     pthread_mutex_unlock(&sup->lock);
+#ifdef KS_FAILPOINTS
+    if (sup->failpoint_take_ms > 0)
+      (void) usleep(sup->failpoint_take_ms * 1000u);
+#endif
     /* A cell the submitting thread sent itself was queued before it was
      * sent: one whose answer is in this batch is taken before the answer
      * is read. (It names a kernel that is up already; every other cell
@@ -1449,6 +1469,12 @@ int ks_sup_start(const struct ks_sup_hooks *hooks, void *ctx, struct ks_sup **re
   sup->epfd = sup->wakefd = sup->devnull = -1;
   sup->wake_watch.kind = KS__W_WAKE;
   sup->wake_watch.owner = NULL;
+#ifdef KS_FAILPOINTS
+  {
+    const char *ms = getenv("KS_FAILPOINT_SUP_TAKE_MS"); /* read here, on the JS thread */
+    sup->failpoint_take_ms = ms != NULL ? (unsigned) strtoul(ms, NULL, 10) : 0;
+  }
+#endif
   pthread_mutex_init(&sup->lock, NULL);
   pthread_mutex_init(&sup->kernels_lock, NULL);
   pthread_mutex_init(&sup->scanner.lock, NULL);
