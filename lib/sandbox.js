@@ -91,8 +91,8 @@ class Sandbox {
     const asked = opts ? opts[ENGINE] : undefined;
     this.#engine = asked === "direct" ? "direct" : "init";
     this.#idleMs = opts && typeof opts[POOL_IDLE_MS] === "number" ? opts[POOL_IDLE_MS] : IDLE_MS;
-    this.#kernelStartMinMs = opts && typeof opts[KERNEL_START_MIN_MS] === "number"
-      ? opts[KERNEL_START_MIN_MS] : KERNEL_START_MIN_DEFAULT_MS;
+    this.#kernelStartMinMs = opts && Number.isFinite(opts[KERNEL_START_MIN_MS]) &&
+      opts[KERNEL_START_MIN_MS] >= 0 ? opts[KERNEL_START_MIN_MS] : KERNEL_START_MIN_DEFAULT_MS;
     // The public fields the reference exposes, with its defaults.
     this.image = o.image;
     this.setup = o.setup;

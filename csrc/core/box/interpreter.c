@@ -136,6 +136,7 @@ struct ks_cell *ks_cell_new(struct ks_cell_request *req, void *user) {
   cell->user = user;
   cell->fd[0] = cell->fd[1] = -1;
   cell->pidfd = -1;
+  cell->start_ns = ks__now_ns(); /* submitted now: a kernel's start counts from here */
   ks_outbuf_init(&cell->res.out[KS_STDOUT], cell->req.cap);
   ks_outbuf_init(&cell->res.out[KS_STDERR], cell->req.cap);
   ks_results_init(&cell->res.results, cell->req.cap);
@@ -790,7 +791,7 @@ static void ks__kernel_pump(struct ks_sup *sup, struct ks_box *box, uint64_t now
   }
   k->current = cell;
   cell->start_ns = now;
-  if (cell->req.type != KS_IP_KERNEL || cell->deadline_ns == 0) /* a start's: from its queueing */
+  if (cell->req.type != KS_IP_KERNEL || cell->deadline_ns == 0) /* a start's: from its submission */
     cell->deadline_ns = now + cell->req.timeout_ns;
   box->ipr.max = cell->req.cap;
   if (cell->req.type == KS_IP_CELL) {
@@ -872,12 +873,12 @@ void ks__cells_take(struct ks_sup *sup, struct ks_cell *cells, uint64_t now) {
       continue;
     }
     cell->box = box;
-    /* A kernel's start counts from here, not from its sending: it waits
-     * for the box's interpreter, and a box whose interpreter never comes
-     * (a kern stuck in its setup) must not keep kernel() waiting for the
-     * kernel's 24-hour backstop. */
+    /* A kernel's start counts from its submission, not from its sending:
+     * it waits for the box's interpreter, and a box whose interpreter
+     * never comes (a kern stuck in its setup) must not keep kernel()
+     * waiting for the kernel's 24-hour backstop. */
     if (cell->req.type == KS_IP_KERNEL)
-      cell->deadline_ns = now + cell->req.timeout_ns;
+      cell->deadline_ns = cell->start_ns + cell->req.timeout_ns;
     if (box->kernel->queue_tail != NULL)
       box->kernel->queue_tail->next = cell;
     else
@@ -941,6 +942,7 @@ void ks__cells_sweep(struct ks_sup *sup, uint64_t now) {
       }
     }
     if (ks__start_overdue(k, now)) {
+      k->queue->res.timed_out = true; /* as a start that was sent says */
       ks__kernel_kill(sup, box, "the kernel did not start in time", now);
       continue;
     }

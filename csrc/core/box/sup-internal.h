@@ -232,8 +232,9 @@ struct ks_cell {
   struct ks_box *box;        /* the kernel box it runs in, once queued there */
   int fd[2];                 /* read ends of its stdout and stderr pipes, or -1 */
   struct ks__watch watch[2];
-  uint64_t start_ns;
-  uint64_t deadline_ns;      /* then: the interrupt or kill */
+  uint64_t start_ns;          /* its submission; then its sending */
+  uint64_t deadline_ns;      /* then: the interrupt or kill (a kernel's start: from its
+                              * submission, sent or not) */
   uint64_t grace_ns;         /* after that: the kernel goes (0: not yet) */
   int pidfd;                 /* fork mode: the process running it (FORKED), or -1 */
   bool sent;                 /* its message went out */

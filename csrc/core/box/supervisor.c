@@ -1472,7 +1472,8 @@ int ks_sup_start(const struct ks_sup_hooks *hooks, void *ctx, struct ks_sup **re
 #ifdef KS_FAILPOINTS
   {
     const char *ms = getenv("KS_FAILPOINT_SUP_TAKE_MS"); /* read here, on the JS thread */
-    sup->failpoint_take_ms = ms != NULL ? (unsigned) strtoul(ms, NULL, 10) : 0;
+    unsigned long v = ms != NULL ? strtoul(ms, NULL, 10) : 0;
+    sup->failpoint_take_ms = v > 10000 ? 10000 : (unsigned) v;
   }
 #endif
   pthread_mutex_init(&sup->lock, NULL);
