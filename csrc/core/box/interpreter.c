@@ -910,19 +910,20 @@ static void ks__cell_stop(struct ks_sup *sup, struct ks_box *box, struct ks_cell
     ks__kernel_kill(sup, box, "the kernel could not be interrupted", now);
 }
 
-/* A kernel's start still queued (its box's interpreter has not attached)
- * past its deadline. Once sent, the start is the current cell, with the
- * same deadline. */
-static bool ks__start_overdue(const struct ks__kernel *k, uint64_t now) {
-  const struct ks_cell *q = k->queue;
-  return k->current == NULL && q != NULL && q->req.type == KS_IP_KERNEL && now >= q->deadline_ns;
+/* A kernel's start still queued: its box's interpreter has not attached,
+ * so the start is not yet the current cell (once sent it is, with the same
+ * deadline). NULL when there is none. The sweep and the next-deadline scan
+ * both ask this, so they cannot disagree about which cells have a clock. */
+static struct ks_cell *ks__queued_start(const struct ks__kernel *k) {
+  struct ks_cell *q = k->queue;
+  return k->current == NULL && q != NULL && q->req.type == KS_IP_KERNEL ? q : NULL;
 }
 
 void ks__cells_sweep(struct ks_sup *sup, uint64_t now) {
   ks__cells_flush(sup);
   for (struct ks_box *box = sup->live; box != NULL; box = box->next) {
     struct ks__kernel *k = box->kernel;
-    struct ks_cell *cell;
+    struct ks_cell *cell, *start;
     if (k == NULL || box->exited || box->killed)
       continue;
     /* Queued cells whose call was aborted end now, never run. */
@@ -941,8 +942,9 @@ void ks__cells_sweep(struct ks_sup *sup, uint64_t now) {
         pp = &q->next;
       }
     }
-    if (ks__start_overdue(k, now)) {
-      k->queue->res.timed_out = true; /* as a start that was sent says */
+    start = ks__queued_start(k);
+    if (start != NULL && now >= start->deadline_ns) {
+      start->res.timed_out = true; /* as a start that was sent says */
       ks__kernel_kill(sup, box, "the kernel did not start in time", now);
       continue;
     }
@@ -972,12 +974,13 @@ void ks__cells_sweep(struct ks_sup *sup, uint64_t now) {
 uint64_t ks__cells_next_deadline(struct ks_sup *sup) {
   uint64_t next = UINT64_MAX;
   for (struct ks_box *box = sup->live; box != NULL; box = box->next) {
-    struct ks_cell *cell = box->kernel != NULL ? box->kernel->current : NULL;
+    struct ks__kernel *k = box->kernel;
+    struct ks_cell *cell;
     uint64_t t;
-    if (box->kernel != NULL && cell == NULL && box->kernel->queue != NULL &&
-        box->kernel->queue->req.type == KS_IP_KERNEL && !box->exited && !box->killed)
-      cell = box->kernel->queue; /* a start not yet sent */
-    else if (cell == NULL || !cell->sent || box->exited || box->killed)
+    if (k == NULL || box->exited || box->killed)
+      continue;
+    cell = k->current != NULL ? k->current : ks__queued_start(k);
+    if (cell == NULL || (cell == k->current && !cell->sent))
       continue;
     t = cell->stopping ? cell->grace_ns : cell->deadline_ns;
     if (t < next)
