@@ -444,17 +444,24 @@ class Sandbox {
           : st.pool.take(kind, poolKey, (Math.ceil(timeoutS) + 5) * 1000);
         if (ready !== null) {
           terms.claimKey = ready.parkKey;
-          if (kind === "python") terms.run = run;
-          else sendSpec(ready, command, terms, st.watch);
+          if (kind === "python") {
+            // Its RUN goes out when the engine takes the box over; a box
+            // gone by then never saw the code, and the call runs cold.
+            terms.run = run;
+            terms.claimOnly = true;
+          } else {
+            sendSpec(ready, command, terms, st.watch);
+          }
         }
       }
       // A claimed exec box has its argv by now: the rest is off its path.
-      // Once the argv went out, the engine only takes the parked box over
-      // (or finds it gone): it never starts a box of this request, so none
-      // of kern's argv, env or stop argv is made for it. The box may be
-      // waiting for this thread's CPU meanwhile (a socket's wakeup is a
-      // sync one): ~50 us of JS and conversion less before it runs.
-      const adopting = terms !== null && terms.specSent === true;
+      // A claim only takes the parked box over (or finds it gone, and the
+      // call is retried or settled below): it never starts a box of this
+      // request, so none of kern's argv, env or stop argv is made for it.
+      // The box may be waiting for this thread's CPU meanwhile (a socket's
+      // wakeup is a sync one): ~50 us of JS and conversion less before it
+      // runs.
+      const adopting = terms !== null && terms.claimOnly === true;
       let compileBoot = null; // starts the boot's compile once this call settles
       let argv = NOTHING;
       let stopArgv = null;
@@ -742,7 +749,7 @@ function sendSpec(box, command, terms, watch) {
   if (fd >= 0 && (watch === null || begun !== null)) unsent = binding.claimSend(fd, command);
   else if (fd >= 0) binding.wsClose(fd);
   if (unsent === 0) {
-    terms.specSent = true;
+    terms.claimOnly = true; // the box has the argv: the call is that box's or none
     return;
   }
   const frame = init.specFrame(command);

@@ -346,7 +346,8 @@ describe("fast boxes (issue 16)", function () {
         const holdSubmission = (file, before = async () => {}) => {
           binding.run = function (...args) {
             const terms = args[14];
-            if (terms === null || terms.specSent !== true) return orig.run.apply(this, args);
+            if (terms === null || terms.claimOnly !== true || terms.run !== null)
+              return orig.run.apply(this, args);
             return (async () => {
               assert.ok(await h.waitFor(() => fs.existsSync(path.join(ws, file)), 5000));
               await before();
@@ -409,6 +410,49 @@ describe("fast boxes (issue 16)", function () {
             assert.strictEqual(count(), "ran\n");
           });
       });
+
+    it("E4: a Python claim whose box died before the engine took it over runs cold, once " +
+      "(the claim brings no box of its own: the engine answers `missed`)", async function () {
+      const ws = h.tmpDir("pyclaim-");
+      const s = await new Sandbox({ prewarm: 1, workspace: ws }).open();
+      const orig = binding.run;
+      const code = "open('count', 'a').write('ran\\n'); print(7)";
+      const count = () => fs.readFileSync(path.join(ws, "count"), "utf8");
+      try {
+        await s.runCode("print(0)"); // the pool's kind: booted interpreters
+        await ready();
+        assert.ok(await h.waitFor(() => binding.liveBoxes() === 1, 5000), "one box parked");
+        // Positive control: untouched, the claim runs in the parked box.
+        let r = await s.runCode(code);
+        assert.strictEqual(r.stdout, "7\n");
+        const before = runs(s);
+        assert.ok(before >= 1, "positive control: the call ran in a prewarmed box");
+        await ready();
+        assert.ok(await h.waitFor(() => binding.liveBoxes() === 1, 5000), "one box parked again");
+        let claims = 0;
+        binding.run = function (...args) {
+          const terms = args[14];
+          if (terms === null || terms.claimOnly !== true || terms.run === null)
+            return orig.apply(this, args);
+          claims++;
+          return (async () => {
+            for (const p of kernsWith(ws)) process.kill(p.pid, "SIGKILL");
+            assert.ok(await h.waitFor(() => binding.liveBoxes() === 0, 5000), "the parked box ended");
+            return orig.apply(this, args);
+          })();
+        };
+        r = await s.runCode(code);
+        assert.strictEqual(claims, 1, "the call claimed the parked box");
+        assert.strictEqual(r.stdout, "7\n", JSON.stringify(r));
+        assert.strictEqual(r.exitCode, 0);
+        assert.strictEqual(runs(s), before, "it ran cold, not in the dead box");
+        assert.strictEqual(count(), "ran\nran\n", "each call ran exactly once");
+      } finally {
+        binding.run = orig;
+        await s.close();
+        fs.rmSync(ws, { recursive: true, force: true });
+      }
+    });
 
     it("a claimed box that times out is stopped by its own name, with its kern's environment " +
       "(a claim whose argv the caller sent brings neither)", async function () {

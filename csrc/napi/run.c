@@ -513,14 +513,15 @@ static bool ks__get_flag(napi_env env, napi_value terms, const char *name, bool 
 
 /* terms.shareChannel: the caller sends a claim's spec itself (claimSend):
  * the channel is made here, and a copy of the host's end is the caller's
- * (*shared). terms.specSent: this claim's spec went that way already. */
+ * (*shared). terms.claimOnly: this claim brings no box of its own (its spec
+ * went that way already, or it is a Python claim that retries cold). */
 static bool ks__get_channel_terms(napi_env env, napi_value terms, struct ks_box_request *req,
                                   int *shared) {
   bool share = false;
   int sp[2];
 
   if (!ks__get_flag(env, terms, "shareChannel", &share) ||
-      !ks__get_flag(env, terms, "specSent", &req->spec_sent))
+      !ks__get_flag(env, terms, "claimOnly", &req->claim_only))
     return false;
   if (!share)
     return true;

@@ -121,7 +121,8 @@ describe("integration: fast boxes with a real kern (issue 16)", function () {
       async function () {
         binding.run = function (...args) {
           const terms = args[14];
-          if (terms === null || terms.specSent !== true) return orig.run.apply(this, args);
+          if (terms === null || terms.claimOnly !== true || terms.run !== null)
+            return orig.run.apply(this, args);
           return (async () => {
             assert.ok(await h.waitFor(() => fs.existsSync(path.join(ws, "count")), 5000));
             killParked();
@@ -160,6 +161,49 @@ describe("integration: fast boxes with a real kern (issue 16)", function () {
         assert.strictEqual(s[POOL_STATS]().prewarmedRuns, 0);
         assert.strictEqual(count(), "ran\n");
       });
+  });
+
+  it("E4 with a real kern: a Python claim whose box was killed before the engine took it over " +
+    "runs cold, once", async function () {
+    const binding = require("../../lib/binding");
+    const fs = require("fs");
+    const path = require("path");
+    const ws = h.tmpDir("pyclaim-real-");
+    const s = await new kern.Sandbox({ prewarm: 1, workspace: ws }).open();
+    const orig = binding.run;
+    const code = "open('count', 'a').write('ran\\n'); print(7)";
+    const parked = () => h.waitFor(() => binding.liveBoxes() === 1 && binding.tailBoxes() === 0, 5000);
+    try {
+      await s.runCode("print(0)"); // the pool's kind: booted interpreters
+      assert.ok(await parked(), "one box parked");
+      await h.sleep(500); // its interpreter is up and waiting
+      let r = await s.runCode(code);
+      assert.strictEqual(r.stdout, "7\n");
+      const before = s[POOL_STATS]().prewarmedRuns;
+      assert.ok(before >= 1, "positive control: untouched, the claim runs in the parked box");
+      assert.ok(await parked(), "one box parked again");
+      await h.sleep(500);
+      let claims = 0;
+      binding.run = function (...args) {
+        const terms = args[14];
+        if (terms === null || terms.claimOnly !== true || terms.run === null) return orig.apply(this, args);
+        claims++;
+        return (async () => {
+          for (const p of kernsWith(ws)) process.kill(p.pid, "SIGKILL");
+          assert.ok(await h.waitFor(() => binding.liveBoxes() === 0, 5000), "the parked box ended");
+          return orig.apply(this, args); // finds no parked box: `missed`
+        })();
+      };
+      r = await s.runCode(code);
+      assert.strictEqual(claims, 1, "the call claimed the parked box");
+      assert.strictEqual(r.stdout, "7\n", JSON.stringify(r));
+      assert.strictEqual(s[POOL_STATS]().prewarmedRuns, before, "it ran cold");
+      assert.strictEqual(fs.readFileSync(path.join(ws, "count"), "utf8"), "ran\nran\n");
+    } finally {
+      binding.run = orig;
+      await s.close();
+      fs.rmSync(ws, { recursive: true, force: true });
+    }
   });
 
   it("an idle prewarmed box uses 0% CPU over 10 s; no kern of the session 500 ms after close()",

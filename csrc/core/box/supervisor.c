@@ -465,7 +465,7 @@ static void ks__spawn_box(struct ks_sup *sup, struct ks_box *box) {
    * otherwise (recycled, died, not started yet) it starts cold, now. */
   if (box->req.claim_key != 0 && ks__adopt_parked(sup, box))
     return;
-  if (box->req.spec_sent) {
+  if (box->req.claim_only) {
     box->res.missed = true; /* the caller decides, from the parked box's result */
     ks__after_box(sup, box);
     return;

@@ -58,10 +58,12 @@ struct ks_box_request {
                      * this as kern's cap byte; -1: always wait for kern's exit */
   char *spec;       /* a spec frame for a waiting init (a claimed box), or NULL */
   size_t spec_len;
-  bool spec_sent;   /* a claim whose spec the caller already wrote to the parked
-                     * box's channel (its shared end): with no parked box to
-                     * adopt it settles as `missed` and starts nothing (the
-                     * box may have taken the call before it died) */
+  bool claim_only;  /* a claim that brings no box of its own (no argv): with no
+                     * parked box to adopt it settles as `missed` and starts
+                     * nothing. Its caller either wrote the spec to the parked
+                     * box's channel already (the box may have taken the call
+                     * before it died) or retries cold (a Python claim, whose
+                     * RUN goes out only when the box is adopted) */
   bool chan_given;  /* chan: the channel's two ends, made by the caller (who
                      * keeps a copy of ours to send a claim's spec itself);
                      * owned */
@@ -119,7 +121,7 @@ struct ks_box_result {
   bool claimed;                /* a prewarm box that a call took over: nothing else here */
   bool taken;                  /* a claimed box's init or interpreter took the call
                                 * (TAKEN): without it the call never ran there */
-  bool missed;                 /* a spec_sent claim found no parked box: nothing ran
+  bool missed;                 /* a claim_only claim found no parked box: nothing ran
                                 * here; the parked box's own result says whether it
                                 * took the call */
   struct ks_results results;   /* a RUN's rich results */
