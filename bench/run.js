@@ -700,6 +700,25 @@ async function baselineKernel(cell, n) {
   }
 }
 
+/** The machine's CPU time so far, from /proc/stat: all of it, and its
+ * steal (time the hypervisor ran something else while a vCPU of ours had
+ * work). On a VM, steal moves every figure: the bench says how much there
+ * was during each figure, so a miss can be read against it. Null off Linux. */
+function cpuTimes() {
+  try {
+    const f = fs.readFileSync("/proc/stat", "utf8").split("\n")[0].trim().split(/\s+/).slice(1).map(Number);
+    return { total: f.reduce((a, b) => a + b, 0), steal: f[7] ?? 0 };
+  } catch {
+    return null;
+  }
+}
+
+/** Steal as a share of the CPU time between two cpuTimes() readings. */
+function stealShare(a, b) {
+  if (a === null || b === null || b.total <= a.total) return null;
+  return (b.steal - a.steal) / (b.total - a.total);
+}
+
 async function idleLoop() {
   const idle = loopMonitor();
   idle.enable();
@@ -722,10 +741,16 @@ async function idleLoop() {
     .filter(Boolean);
   for (const name of only)
     if (!figures[name]) throw new Error(`unknown figure ${name}: ${Object.keys(figures).join(", ")}`);
+  const runStart = cpuTimes();
   for (const [name, fn] of Object.entries(figures)) {
     loop.phase = name;
-    if (only.includes(name) || (only.length === 0 && !onRequest.includes(name))) await fn();
+    if (!(only.includes(name) || (only.length === 0 && !onRequest.includes(name)))) continue;
+    const before = cpuTimes();
+    await fn();
+    const steal = stealShare(before, cpuTimes());
+    if (steal !== null) console.error(`    (steal during ${name}: ${(steal * 100).toFixed(1)}% of CPU time)`);
   }
+  const runSteal = stealShare(runStart, cpuTimes());
   loop.disable();
   const p99 = loop.hist.percentile(99) / 1e6;
   const max = loop.hist.max / 1e6;
@@ -737,7 +762,8 @@ async function idleLoop() {
   const lines = [
     `kern-sandbox bench, ${new Date().toISOString()}, against ${kernName}; ` +
       `${os.cpus().length} x ${os.cpus()[0].model.trim()}, ${(os.totalmem() / 2 ** 30).toFixed(0)} GiB, ` +
-      `Linux ${os.release()}, Node ${process.version}; ${((Date.now() - started) / 1000).toFixed(0)} s`,
+      `Linux ${os.release()}, Node ${process.version}; ${((Date.now() - started) / 1000).toFixed(0)} s` +
+      (runSteal === null ? "" : `; steal ${(runSteal * 100).toFixed(1)}% of CPU time`),
     "",
     "| figure | baseline (same run) | measured | target | met |",
     "|---|---|---|---|---|",

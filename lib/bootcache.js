@@ -72,6 +72,9 @@ async function compile(initDir, kern, o) {
   let ws = null;
   let sbx = null;
   try {
+    // (Made synchronously, so the exit hook knows it at once; its writes and
+    // its removal run on libuv's threads: the blocks a removal frees can wait
+    // on the disk (a discard, -o discard), beside the program's calls.)
     ws = fs.mkdtempSync(path.join(os.tmpdir(), "kern-boot-compile-"));
     if (!exitHook) process.once("exit", removeWorkspaces);
     exitHook = true;
@@ -92,24 +95,25 @@ async function compile(initDir, kern, o) {
     // Whole or not at all: a box may open it at any moment.
     const file = path.join(initDir, binName(kern, o.image));
     const tmp = `${file}.${crypto.randomBytes(6).toString("hex")}.tmp`;
-    fs.writeFileSync(tmp, data, { mode: 0o400 });
-    fs.renameSync(tmp, file);
+    await fs.promises.writeFile(tmp, data, { mode: 0o400 });
+    await fs.promises.rename(tmp, file);
     return true;
   } catch {
     return false;
   } finally {
     if (sbx !== null) await sbx.close().catch(() => {});
-    if (ws !== null) removeWorkspace(ws);
+    if (ws !== null) {
+      await fs.promises.rm(ws, { recursive: true, force: true }).catch(() => {});
+      workspaces.delete(ws);
+    }
   }
 }
 
-function removeWorkspace(ws) {
-  fs.rmSync(ws, { recursive: true, force: true });
-  workspaces.delete(ws);
-}
-
+/** At exit: what a compile under way still holds (synchronously, the exit
+ * hook's only way). */
 function removeWorkspaces() {
-  for (const ws of workspaces) removeWorkspace(ws);
+  for (const ws of workspaces) fs.rmSync(ws, { recursive: true, force: true });
+  workspaces.clear();
 }
 
 /** Settles once no compile runs (for the tests' census). */

@@ -1,5 +1,5 @@
-/* Workspace file operations for the JS facade: wsOpen, wsClose, wsWriteFile,
- * wsReadFile, wsList, wsScan, wsDiff, wsRemoveTree; and kernOpen.
+/* Workspace file operations for the JS facade: wsOpen, wsClose, wsCloseLater,
+ * wsWriteFile, wsReadFile, wsList, wsScan, wsDiff, wsRemoveTree; and kernOpen.
  *
  * Glue only: unpack arguments on the JS thread, run exactly one core call
  * from wsfs.c or wsscan.c on a libuv worker (napi async work), and settle a
@@ -26,6 +26,7 @@ enum ks__fs_op {
   KS__FS_SCAN,
   KS__FS_DIFF,
   KS__FS_REMOVE_TREE,
+  KS__FS_CLOSE,
 };
 
 struct ks__fs_task {
@@ -79,6 +80,15 @@ static void ks__fs_execute(napi_env env, void *data) {
     break;
   case KS__FS_REMOVE_TREE:
     t->result = ks_ws_remove_tree(t->rootfd, &t->err);
+    break;
+  case KS__FS_CLOSE:
+    /* The last reference to a deleted directory: its inode is evicted here,
+     * which frees its blocks (a discard on a file system mounted with
+     * -o discard waits for the device: 100-900 ms seen here). */
+    if (t->rootfd >= 0)
+      (void) close(t->rootfd); /* EINTR still closes it on Linux */
+    t->rootfd = -1;
+    t->result = 0;
     break;
   }
 }
@@ -315,6 +325,7 @@ static napi_value ks__fs_value(napi_env env, struct ks__fs_task *t) {
   switch (t->op) {
   case KS__FS_WRITE:
   case KS__FS_REMOVE_TREE:
+  case KS__FS_CLOSE:
     if (napi_get_undefined(env, &v) != napi_ok)
       return NULL;
     return v;
@@ -728,10 +739,42 @@ static napi_value ks__ws_close(napi_env env, napi_callback_info info) {
   return ks__boolean(env, true);
 }
 
+/* wsCloseLater(fd) -> Promise<void>, or false for a descriptor this addon
+ * does not hold (as wsClose). The descriptor is closed on a libuv worker, not
+ * here: when it is the last reference to a workspace the session removed,
+ * closing it evicts the directory's inode, and a file system mounted with
+ * -o discard then waits for the device on the closing thread (seen here
+ * blocking the JS thread 100-900 ms while kern's teardowns wrote). The
+ * number stays taken until the worker closes the task's duplicate. */
+static napi_value ks__ws_close_later(napi_env env, napi_callback_info info) {
+  struct ks_addon *addon = NULL;
+  struct ks__fs_task *t;
+  napi_value argv[1];
+  int fd;
+
+  if (!ks__get_args(env, info, 1, argv, "wsCloseLater(fd) takes 1 argument") ||
+      !ks__get_fd(env, argv[0], &fd))
+    return NULL;
+  if (napi_get_instance_data(env, (void **) &addon) != napi_ok || addon == NULL ||
+      !ks_addon_holds(addon, fd))
+    return ks__boolean(env, false);
+  t = ks__fs_task_new(env, KS__FS_CLOSE, argv[0]); /* the worker closes its duplicate */
+  if (t == NULL)
+    return NULL;
+  if (t->result < 0) { /* no duplicate (no descriptor left): the close below is the last */
+    t->result = 0;
+    t->rootfd = -1;
+  }
+  (void) ks_addon_release(addon, fd);
+  (void) close(fd); /* not the last reference while the task holds one */
+  return ks__fs_start(env, t, "kern-sandbox:wsCloseLater");
+}
+
 bool ks_napi_init_fs(napi_env env, napi_value exports) {
   static const struct ks_napi_fn table[] = {
       {"wsOpen", ks__ws_open},
       {"wsClose", ks__ws_close},
+      {"wsCloseLater", ks__ws_close_later},
       {"kernOpen", ks__kern_open},
       {"wsWriteFile", ks__ws_write_file},
       {"wsReadFile", ks__ws_read_file},
