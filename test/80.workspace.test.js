@@ -576,6 +576,45 @@ describe("workspace I/O against a hostile workspace", function () {
     assert.strictEqual(fs.readFileSync(path.join(ws, "file"), "utf8"), "content\n");
   });
 
+  it("close() of an owned workspace leaves its last descriptor to a worker thread " +
+    "(wsCloseLater): the workspace is gone when close() resolves, the descriptor soon after, " +
+    "and only a descriptor the addon holds is closed", async function () {
+    const { watchClosesSettled } = require("../lib/session");
+    // wsCloseLater refuses what the addon does not hold: it never closes a
+    // number that meanwhile names something else of the program's.
+    const other = fs.openSync(__filename, "r");
+    try {
+      assert.strictEqual(binding.wsCloseLater(other), false);
+      assert.ok(fs.fstatSync(other).isFile(), "positive control: the program's file is still open");
+    } finally {
+      fs.closeSync(other);
+    }
+    const before = await h.settledFds();
+    // The descriptors that name a temporary workspace (s.workspace stays
+    // null for one, as in 0.1.1).
+    const wsFds = () => fs.readdirSync("/proc/self/fd").map((d) => {
+      try {
+        return fs.readlinkSync(`/proc/self/fd/${d}`);
+      } catch {
+        return "";
+      }
+    }).filter((l) => /\/kern-ws-[^/]+$/.test(l));
+    const s = await new Sandbox({ prewarm: 0 }).open();
+    let ws;
+    try {
+      const held = wsFds();
+      assert.ok(held.length >= 1, "positive control: the session holds its workspace");
+      ws = held[0];
+      assert.ok(fs.existsSync(ws));
+    } finally {
+      await s.close();
+    }
+    assert.ok(!fs.existsSync(ws), "the workspace is gone when close() resolves");
+    await watchClosesSettled();
+    assert.deepStrictEqual(wsFds(), [], "its descriptor is closed");
+    assert.strictEqual(await h.settledFds(), before);
+  });
+
   describe("A24: close() of an owned workspace", function () {
     let canary;
     let canaryBefore;
