@@ -102,17 +102,23 @@ async function compile(initDir, kern, o) {
     return false;
   } finally {
     if (sbx !== null) await sbx.close().catch(() => {});
-    if (ws !== null) {
-      await fs.promises.rm(ws, { recursive: true, force: true }).catch(() => {});
+    // (Forgotten only once gone: the exit hook tries again otherwise.)
+    if (ws !== null && await fs.promises.rm(ws, { recursive: true, force: true }).then(() => true,
+      () => false))
       workspaces.delete(ws);
-    }
   }
 }
 
 /** At exit: what a compile under way still holds (synchronously, the exit
  * hook's only way). */
 function removeWorkspaces() {
-  for (const ws of workspaces) fs.rmSync(ws, { recursive: true, force: true });
+  for (const ws of workspaces) {
+    try {
+      fs.rmSync(ws, { recursive: true, force: true });
+    } catch {
+      // (A removal on a worker thread may be under way beside this one.)
+    }
+  }
   workspaces.clear();
 }
 

@@ -17,9 +17,8 @@ const { SandboxError } = require("./errors");
 // engine's cancelGroup kills alone.
 let nextGroup = 1;
 
-// Descriptor closes still running on a worker thread: inotify instances and
-// removed workspaces (see #teardown and #releaseRootIfIdle).
-const backgroundCloses = new Set();
+// inotify instances still closing on a worker thread (see #teardown).
+const watchCloses = new Set();
 // Prewarmed boxes of closed sessions, killed and not yet ended.
 const dyingParked = new Set();
 
@@ -27,7 +26,9 @@ const dyingParked = new Set();
  * descriptor is closed (for tests that count descriptors: close() waits for
  * neither). */
 async function watchClosesSettled() {
-  while (backgroundCloses.size > 0) await Promise.allSettled([...backgroundCloses]);
+  while (watchCloses.size > 0) await Promise.allSettled([...watchCloses]);
+  // The closer threads of removed workspaces (binding.wsCloseLater).
+  while (binding.pendingCloses() > 0) await new Promise((r) => setTimeout(r, 2));
   // A compile of the boot's bytecode under way (its own session), first:
   // its box leaves a tail of its own.
   await bootcache.compilesSettled();
@@ -153,7 +154,11 @@ class Session {
       // one box with a real kern, 1.4 ms without a watch). Nothing reads the
       // watch any more, and events the tree's removal raises meanwhile are
       // dropped with it.
-      if (this.watch !== null) closeInBackground(binding.wsWatchClose(this.watch));
+      if (this.watch !== null) {
+        const closing = binding.wsWatchClose(this.watch).catch(() => {});
+        watchCloses.add(closing);
+        closing.then(() => watchCloses.delete(closing));
+      }
       this.watch = null;
       // An empty workspace (what most one-shot calls leave) goes in one
       // system call: rmdir never follows a link, and no box is left to
@@ -186,25 +191,15 @@ class Session {
   #releaseRootIfIdle() {
     if (this.closing && this.busy === 0 && this.rootfd >= 0) {
       // A workspace the session removed goes with its last descriptor, on a
-      // worker thread: freeing its blocks can wait on the disk (a discard,
-      // -o discard), which held the JS thread 100-900 ms under kern's
-      // teardown writes. A caller's own workspace stays: closing is cheap.
-      if (this.ownWs) {
-        const later = binding.wsCloseLater(this.rootfd);
-        if (later !== false) closeInBackground(later);
-      } else {
-        binding.wsClose(this.rootfd);
-      }
+      // thread of its own: freeing its blocks can wait on the disk (a
+      // discard, -o discard), which held the JS thread 100-943 ms under
+      // kern's teardown writes. A caller's own workspace stays: closing its
+      // descriptor frees nothing.
+      if (this.ownWs) binding.wsCloseLater(this.rootfd);
+      else binding.wsClose(this.rootfd);
       this.rootfd = -1;
     }
   }
-}
-
-/** Tracks a close running on a worker thread until it ends. */
-function closeInBackground(p) {
-  const closing = p.catch(() => {});
-  backgroundCloses.add(closing);
-  closing.then(() => backgroundCloses.delete(closing));
 }
 
 module.exports = { Session, newCancelKey, watchClosesSettled };

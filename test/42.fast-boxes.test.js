@@ -430,19 +430,24 @@ describe("fast boxes (issue 16)", function () {
         await ready();
         assert.ok(await h.waitFor(() => binding.liveBoxes() === 1, 5000), "one box parked again");
         let claims = 0;
+        let missed = null;
         binding.run = function (...args) {
           const terms = args[14];
           if (terms === null || terms.claimOnly !== true || terms.run === null)
             return orig.apply(this, args);
           claims++;
+          assert.strictEqual(args[1].length, 0, "the claim brings no kern argv of its own");
           return (async () => {
             for (const p of kernsWith(ws)) process.kill(p.pid, "SIGKILL");
             assert.ok(await h.waitFor(() => binding.liveBoxes() === 0, 5000), "the parked box ended");
-            return orig.apply(this, args);
+            const raw = await orig.apply(this, args);
+            missed = raw.missed;
+            return raw;
           })();
         };
         r = await s.runCode(code);
         assert.strictEqual(claims, 1, "the call claimed the parked box");
+        assert.strictEqual(missed, true, "the engine found no box to take over: `missed`");
         assert.strictEqual(r.stdout, "7\n", JSON.stringify(r));
         assert.strictEqual(r.exitCode, 0);
         assert.strictEqual(runs(s), before, "it ran cold, not in the dead box");

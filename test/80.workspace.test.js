@@ -576,7 +576,7 @@ describe("workspace I/O against a hostile workspace", function () {
     assert.strictEqual(fs.readFileSync(path.join(ws, "file"), "utf8"), "content\n");
   });
 
-  it("close() of an owned workspace leaves its last descriptor to a worker thread " +
+  it("close() of an owned workspace leaves its last descriptor to a thread of its own " +
     "(wsCloseLater): the workspace is gone when close() resolves, the descriptor soon after, " +
     "and only a descriptor the addon holds is closed", async function () {
     const { watchClosesSettled } = require("../lib/session");
@@ -600,6 +600,13 @@ describe("workspace I/O against a hostile workspace", function () {
       }
     }).filter((l) => /\/kern-ws-[^/]+$/.test(l));
     const s = await new Sandbox({ prewarm: 0 }).open();
+    const orig = binding.wsCloseLater;
+    const later = [];
+    binding.wsCloseLater = function (fd) {
+      const r = orig.call(this, fd);
+      later.push(r);
+      return r;
+    };
     let ws;
     try {
       const held = wsFds();
@@ -607,8 +614,13 @@ describe("workspace I/O against a hostile workspace", function () {
       ws = held[0];
       assert.ok(fs.existsSync(ws));
     } finally {
-      await s.close();
+      try {
+        await s.close();
+      } finally {
+        binding.wsCloseLater = orig;
+      }
     }
+    assert.deepStrictEqual(later, [true], "close() handed its workspace's descriptor to wsCloseLater");
     assert.ok(!fs.existsSync(ws), "the workspace is gone when close() resolves");
     await watchClosesSettled();
     assert.deepStrictEqual(wsFds(), [], "its descriptor is closed");

@@ -47,7 +47,7 @@ export interface RawRunResult {
   claimed: boolean;
   /** A claimed box's init or interpreter took the call (TAKEN): without it the call never ran there. */
   taken: boolean;
-  /** A claim whose argv the caller sent itself (InitTerms.specSent) found no
+  /** A claim that brought no box of its own (InitTerms.claimOnly) found no
    * parked box to take over: nothing ran in this box; the parked box's own
    * result (its taken) says whether the call ran there. */
   missed: boolean;
@@ -79,10 +79,12 @@ export interface InitTerms {
   shareChannel?: boolean;
   /** Set by run() with shareChannel: the caller's copy of the channel, or absent. */
   channelFd?: number;
-  /** A claim whose whole spec went through claimSend() already: with no
-   * parked box to take over, it settles `missed` and starts nothing (its
-   * argv, env and stopArgv may then be empty: they are never used). */
-  specSent?: boolean;
+  /** A claim that brings no box of its own: its whole spec went through
+   * claimSend() already, or it claims a Python box, whose RUN goes out when
+   * the box is taken over. With no parked box to take over, it settles
+   * `missed` and starts nothing (its argv, env and stopArgv may then be
+   * empty: they are never used). */
+  claimOnly?: boolean;
   /** The call's change tracking, begun by the caller (watchBegin) before it
    * sent the claim's argv itself: run() takes it over. */
   begun?: BegunWatchCall;
@@ -218,6 +220,11 @@ export function kernOpen(absPath: string): number;
 /** Closes a descriptor this addon holds (wsOpen, kernOpen); false, closing
  * nothing, once teardown has closed it (the number may be reused since). */
 export function wsClose(fd: number): boolean;
+/** As wsClose, but the close runs on a detached thread of its own (the last
+ * descriptor of a removed workspace: freeing its blocks may wait on the disk). */
+export function wsCloseLater(fd: number): boolean;
+/** wsCloseLater closes not yet done, in the whole process (tests). */
+export function pendingCloses(): number;
 export function wsWriteFile(rootfd: number, rel: string, data: Buffer): Promise<void>;
 export function wsReadFile(rootfd: number, rel: string, maxBytes: number): Promise<Buffer>;
 /** Changed files, packed: one object per file would cost the JS thread N-API calls per file. */

@@ -9,6 +9,9 @@
  * directory that reused the descriptor number. */
 #define _GNU_SOURCE /* O_PATH */
 #include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,7 +29,6 @@ enum ks__fs_op {
   KS__FS_SCAN,
   KS__FS_DIFF,
   KS__FS_REMOVE_TREE,
-  KS__FS_CLOSE,
 };
 
 struct ks__fs_task {
@@ -80,15 +82,6 @@ static void ks__fs_execute(napi_env env, void *data) {
     break;
   case KS__FS_REMOVE_TREE:
     t->result = ks_ws_remove_tree(t->rootfd, &t->err);
-    break;
-  case KS__FS_CLOSE:
-    /* The last reference to a deleted directory: its inode is evicted here,
-     * which frees its blocks (a discard on a file system mounted with
-     * -o discard waits for the device: 100-900 ms seen here). */
-    if (t->rootfd >= 0)
-      (void) close(t->rootfd); /* EINTR still closes it on Linux */
-    t->rootfd = -1;
-    t->result = 0;
     break;
   }
 }
@@ -325,7 +318,6 @@ static napi_value ks__fs_value(napi_env env, struct ks__fs_task *t) {
   switch (t->op) {
   case KS__FS_WRITE:
   case KS__FS_REMOVE_TREE:
-  case KS__FS_CLOSE:
     if (napi_get_undefined(env, &v) != napi_ok)
       return NULL;
     return v;
@@ -739,35 +731,68 @@ static napi_value ks__ws_close(napi_env env, napi_callback_info info) {
   return ks__boolean(env, true);
 }
 
-/* wsCloseLater(fd) -> Promise<void>, or false for a descriptor this addon
- * does not hold (as wsClose). The descriptor is closed on a libuv worker, not
- * here: when it is the last reference to a workspace the session removed,
- * closing it evicts the directory's inode, and a file system mounted with
- * -o discard then waits for the device on the closing thread (seen here
- * blocking the JS thread 100-900 ms while kern's teardowns wrote). The
- * number stays taken until the worker closes the task's duplicate. */
+/* ---- wsCloseLater: a close that may wait on the disk, off every pool ------ */
+
+/* Closes started by wsCloseLater and not yet done, in the whole process. */
+static atomic_int ks__closes_pending;
+
+static void *ks__closer_main(void *arg) {
+  (void) close((int) (intptr_t) arg); /* EINTR still closes it on Linux */
+  atomic_fetch_sub(&ks__closes_pending, 1);
+  return NULL;
+}
+
+/* wsCloseLater(fd) -> boolean: false, closing nothing, for a descriptor this
+ * addon does not hold (as wsClose). The descriptor is closed by a detached
+ * thread of its own: when it is the last reference to a workspace the
+ * session removed, closing it evicts the directory's inode, and a file
+ * system mounted with -o discard then waits for the device (seen here
+ * holding the JS thread 100-943 ms while kern's teardowns wrote). Not on
+ * libuv's pool either: four such closes would hold all of its threads, and
+ * the program's own fs, dns and zlib work behind them. The number stays
+ * taken until that thread has closed it. */
 static napi_value ks__ws_close_later(napi_env env, napi_callback_info info) {
   struct ks_addon *addon = NULL;
-  struct ks__fs_task *t;
   napi_value argv[1];
+  pthread_attr_t attr;
+  pthread_t thread;
+  sigset_t all, old;
   int fd;
+  int r;
 
   if (!ks__get_args(env, info, 1, argv, "wsCloseLater(fd) takes 1 argument") ||
       !ks__get_fd(env, argv[0], &fd))
     return NULL;
   if (napi_get_instance_data(env, (void **) &addon) != napi_ok || addon == NULL ||
-      !ks_addon_holds(addon, fd))
+      !ks_addon_release(addon, fd))
     return ks__boolean(env, false);
-  t = ks__fs_task_new(env, KS__FS_CLOSE, argv[0]); /* the worker closes its duplicate */
-  if (t == NULL)
-    return NULL;
-  if (t->result < 0) { /* no duplicate (no descriptor left): the close below is the last */
-    t->result = 0;
-    t->rootfd = -1;
+  atomic_fetch_add(&ks__closes_pending, 1);
+  r = pthread_attr_init(&attr);
+  if (r == 0) {
+    (void) pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    (void) pthread_attr_setstacksize(&attr, 64 * 1024);
+    /* Every signal blocked: the host's handlers run on its own threads. */
+    sigfillset(&all);
+    (void) pthread_sigmask(SIG_SETMASK, &all, &old);
+    r = pthread_create(&thread, &attr, ks__closer_main, (void *) (intptr_t) fd);
+    (void) pthread_sigmask(SIG_SETMASK, &old, NULL);
+    (void) pthread_attr_destroy(&attr);
   }
-  (void) ks_addon_release(addon, fd);
-  (void) close(fd); /* not the last reference while the task holds one */
-  return ks__fs_start(env, t, "kern-sandbox:wsCloseLater");
+  if (r != 0) /* no thread to be had: close it here, as wsClose does */
+    (void) ks__closer_main((void *) (intptr_t) fd);
+  return ks__boolean(env, true);
+}
+
+/* pendingCloses() -> the wsCloseLater closes not yet done (tests count
+ * descriptors once none are). */
+static napi_value ks__pending_closes(napi_env env, napi_callback_info info) {
+  napi_value out;
+  (void) info;
+  if (napi_create_int32(env, atomic_load(&ks__closes_pending), &out) != napi_ok) {
+    ks_napi_throw_last(env);
+    return NULL;
+  }
+  return out;
 }
 
 bool ks_napi_init_fs(napi_env env, napi_value exports) {
@@ -775,6 +800,7 @@ bool ks_napi_init_fs(napi_env env, napi_value exports) {
       {"wsOpen", ks__ws_open},
       {"wsClose", ks__ws_close},
       {"wsCloseLater", ks__ws_close_later},
+      {"pendingCloses", ks__pending_closes},
       {"kernOpen", ks__kern_open},
       {"wsWriteFile", ks__ws_write_file},
       {"wsReadFile", ks__ws_read_file},

@@ -184,18 +184,23 @@ describe("integration: fast boxes with a real kern (issue 16)", function () {
       assert.ok(await parked(), "one box parked again");
       await h.sleep(500);
       let claims = 0;
+      let missed = null;
       binding.run = function (...args) {
         const terms = args[14];
         if (terms === null || terms.claimOnly !== true || terms.run === null) return orig.apply(this, args);
         claims++;
+        assert.strictEqual(args[1].length, 0, "the claim brings no kern argv of its own");
         return (async () => {
           for (const p of kernsWith(ws)) process.kill(p.pid, "SIGKILL");
           assert.ok(await h.waitFor(() => binding.liveBoxes() === 0, 5000), "the parked box ended");
-          return orig.apply(this, args); // finds no parked box: `missed`
+          const raw = await orig.apply(this, args); // finds no parked box: `missed`
+          missed = raw.missed;
+          return raw;
         })();
       };
       r = await s.runCode(code);
       assert.strictEqual(claims, 1, "the call claimed the parked box");
+      assert.strictEqual(missed, true, "the engine found no box to take over: `missed`");
       assert.strictEqual(r.stdout, "7\n", JSON.stringify(r));
       assert.strictEqual(s[POOL_STATS]().prewarmedRuns, before, "it ran cold");
       assert.strictEqual(fs.readFileSync(path.join(ws, "count"), "utf8"), "ran\nran\n");
