@@ -707,21 +707,29 @@ static napi_value ks__boolean(napi_env env, bool v) {
   return out;
 }
 
-static napi_value ks__ws_close(napi_env env, napi_callback_info info) {
+/* The one argument of wsClose and wsCloseLater, released from the addon's
+ * holds: 1 and *fd, ours to close now; 0 for a descriptor this addon does not
+ * hold (after the exit hook or a Worker's teardown closed them all, a late
+ * Sandbox.close() would otherwise close whatever reused the number: a file of
+ * the program, a libuv handle); -1 with an exception pending. */
+static int ks__release_held_arg(napi_env env, napi_callback_info info, const char *usage,
+                                int *fd) {
   struct ks_addon *addon = NULL;
   napi_value argv[1];
+
+  if (!ks__get_args(env, info, 1, argv, usage) || !ks__get_fd(env, argv[0], fd))
+    return -1;
+  return napi_get_instance_data(env, (void **) &addon) == napi_ok && addon != NULL &&
+         ks_addon_release(addon, *fd);
+}
+
+static napi_value ks__ws_close(napi_env env, napi_callback_info info) {
   struct ks_err err;
   int fd;
+  int held = ks__release_held_arg(env, info, "wsClose(fd) takes 1 argument", &fd);
 
-  if (!ks__get_args(env, info, 1, argv, "wsClose(fd) takes 1 argument") ||
-      !ks__get_fd(env, argv[0], &fd))
-    return NULL;
-  /* Only a descriptor this addon holds: after the exit hook or a Worker's
-   * teardown closed them all, a late Sandbox.close() would otherwise close
-   * whatever reused the number (a file of the program, a libuv handle). */
-  if (napi_get_instance_data(env, (void **) &addon) != napi_ok || addon == NULL ||
-      !ks_addon_release(addon, fd))
-    return ks__boolean(env, false);
+  if (held <= 0)
+    return held < 0 ? NULL : ks__boolean(env, false);
   /* EINTR still closes the descriptor on Linux: never retry. */
   if (close(fd) < 0 && errno != EINTR) {
     ks_err_set(&err, errno, "close", NULL);
@@ -752,20 +760,15 @@ static void *ks__closer_main(void *arg) {
  * the program's own fs, dns and zlib work behind them. The number stays
  * taken until that thread has closed it. */
 static napi_value ks__ws_close_later(napi_env env, napi_callback_info info) {
-  struct ks_addon *addon = NULL;
-  napi_value argv[1];
   pthread_attr_t attr;
   pthread_t thread;
   sigset_t all, old;
   int fd;
   int r;
+  int held = ks__release_held_arg(env, info, "wsCloseLater(fd) takes 1 argument", &fd);
 
-  if (!ks__get_args(env, info, 1, argv, "wsCloseLater(fd) takes 1 argument") ||
-      !ks__get_fd(env, argv[0], &fd))
-    return NULL;
-  if (napi_get_instance_data(env, (void **) &addon) != napi_ok || addon == NULL ||
-      !ks_addon_release(addon, fd))
-    return ks__boolean(env, false);
+  if (held <= 0)
+    return held < 0 ? NULL : ks__boolean(env, false);
   atomic_fetch_add(&ks__closes_pending, 1);
   r = pthread_attr_init(&attr);
   if (r == 0) {
