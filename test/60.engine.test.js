@@ -74,6 +74,47 @@ describe("engine", function () {
     });
   });
 
+  it("a box's end does not wake the JS thread: kern's SIGCHLD is dropped where it is made", async function () {
+    // kern is a child of the engine's thread. If that thread blocked
+    // SIGCHLD, the kernel would not count the signal as ignored: it would
+    // queue it for the process and wake this thread to drop it, once per
+    // box. The JS thread sleeps in Atomics.wait while each kern exits:
+    // every wakeup shows as one more voluntary context switch.
+    const tasks = () => fs.readdirSync("/proc/self/task");
+    const comm = (t) => fs.readFileSync(`/proc/self/task/${t}/comm`, "utf8").trim();
+    const switches = () => Number(/voluntary_ctxt_switches:\s+(\d+)/
+      .exec(fs.readFileSync(`/proc/self/task/${process.pid}/status`, "utf8"))[1]);
+    const gate = new Int32Array(new SharedArrayBuffer(4));
+    await withSandbox({ prewarm: 0 }, async (sbx) => {
+      await sbx.run(["true"]);
+      const sup = tasks().find((t) => comm(t) === "ks-supervisor");
+      assert.ok(sup, "the engine's thread is named ks-supervisor");
+      const kerns = () => fs.readFileSync(`/proc/self/task/${sup}/children`, "utf8").trim();
+      const woken = [];
+      for (let i = 0; i < 20 && woken.length < 6; i++) {
+        assert.ok(await h.waitFor(() => kerns() === "", 5000), `kern left: ${kerns()}`);
+        await sbx.run(["true"]);
+        assert.notStrictEqual(kerns(), "", "kern is still tearing down when the call settles");
+        // The init is released after this turn (csrc/napi/afterturn.c).
+        await new Promise(setImmediate);
+        if (kerns() === "") continue; // it exited before this thread could sleep
+        const before = switches();
+        let slices = 0;
+        do {
+          Atomics.wait(gate, 0, 0, 200);
+          slices++;
+        } while (kerns() !== "" && slices < 25);
+        assert.strictEqual(kerns(), "", "kern exited while the JS thread slept");
+        // One sleep per slice; a SIGCHLD would add one more.
+        woken.push(switches() - before - slices);
+      }
+      note(`extra wakeups of the JS thread while kern exited: ${woken.join(", ")}`);
+      assert.ok(woken.length >= 3, `only ${woken.length} kerns exited while this thread slept`);
+      // (The window between the check and the sleep may hide one.)
+      assert.ok(woken.reduce((a, b) => a + b, 0) <= 1, `extra wakeups ${woken}`);
+    });
+  });
+
   it("C1: a SIGTERM-trapping spinner resolves as timeout < 100 ms after the deadline (4 of 5 trials, " +
     "none past 500 ms), nothing left",
     async function () {

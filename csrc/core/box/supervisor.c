@@ -1389,11 +1389,29 @@ static void ks__teardown(struct ks_sup *sup, struct ks_box *pending) {
     ks__aux_release(sup, sup->aux, ks__ms_until(budget_end));
 }
 
+/* This thread is the parent of every kern it spawns, and the kernel asks
+ * the parent thread's mask whether the SIGCHLD of a child's exit is
+ * ignored. Blocked here, it never is: it was queued for the process and
+ * woke the JS thread (the one thread that takes it) to drop it, once per
+ * box, while the caller's next call started (ftrace: complete_signal <-
+ * do_notify_parent <- do_exit of kern). Unblocked, the default disposition
+ * drops it where it is made. A program that handles SIGCHLD (Node's
+ * child_process does, while it has children) may now have its handler run
+ * on this thread, as on any of libuv's; every call here takes EINTR. */
+static void ks__accept_sigchld(void) {
+  sigset_t chld;
+
+  sigemptyset(&chld);
+  sigaddset(&chld, SIGCHLD);
+  (void) pthread_sigmask(SIG_UNBLOCK, &chld, NULL);
+}
+
 static void *ks__sup_main(void *arg) {
   struct ks_sup *sup = arg;
   struct epoll_event events[KS__MAX_EVENTS];
 
   (void) pthread_setname_np(pthread_self(), "ks-supervisor");
+  ks__accept_sigchld();
   for (;;) {
     struct ks_box *pending;
     struct ks_cell *cells;
@@ -1502,8 +1520,9 @@ int ks_sup_start(const struct ks_sup_hooks *hooks, void *ctx, struct ks_sup **re
     goto fail;
   }
 
-  /* The thread starts with every signal blocked: the host's handlers run on
-   * its own threads, and our syscalls see no EINTR storms. */
+  /* The threads start with every signal blocked: the host's handlers run on
+   * its own threads, and our syscalls see no EINTR storms (the supervisor
+   * then takes SIGCHLD alone, ks__accept_sigchld). */
   sigfillset(&all);
   (void) pthread_sigmask(SIG_SETMASK, &all, &old);
   r = pthread_create(&sup->scanner.thread, NULL, ks__scanner_main, sup);
