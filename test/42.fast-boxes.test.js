@@ -15,14 +15,10 @@ const { Sandbox, withSandbox } = require("../lib");
 const binding = require("../lib/binding");
 const { POOL_STATS, POOL_IDLE_MS, ENGINE } = require("../lib/internal");
 const { watchClosesSettled } = require("../lib/session");
+// kernsWith: kern processes of the double whose argv carries a marker (its image).
+const { describeClaimCases, kernsWith, runs } = require("./lib/claims");
 
 const ready = () => h.sleep(150); // a prewarm box of the double boots in ~50 ms
-const runs = (s) => s[POOL_STATS]().prewarmedRuns;
-
-/** kern processes of the double whose argv carries marker (as its image). */
-function kernsWith(marker) {
-  return h.processes().filter((p) => p.argv.includes(marker) && p.state !== "Z");
-}
 
 describe("fast boxes (issue 16)", function () {
   describe("the in-box init and its channel", function () {
@@ -311,152 +307,31 @@ describe("fast boxes (issue 16)", function () {
       }
     });
 
-    describe("E4: a claim whose argv the calling thread sent itself runs once, wherever it ran",
-      function () {
-        // The calling thread writes a claim's argv to the parked box's
-        // channel before the engine takes the box over (claimSend): a box
-        // that dies in between may or may not have started the call.
-        const SCRIPT = "echo ran >> count; sleep 0.2; exit 3";
-        let ws;
-        let s;
-        let orig;
-        beforeEach(async function () {
-          ws = h.tmpDir("claim-");
-          s = await new Sandbox({ prewarm: 1, workspace: ws }).open();
-          await s.run(["true"]); // the pool's kind: boxes that wait for an argv
-          await ready();
-          assert.ok(await h.waitFor(() => binding.liveBoxes() === 1, 5000), "one box parked");
-          orig = { run: binding.run, claimSend: binding.claimSend };
-        });
-        afterEach(async function () {
-          binding.run = orig.run;
-          binding.claimSend = orig.claimSend;
-          await s.close();
-          fs.rmSync(ws, { recursive: true, force: true });
-        });
-        const count = () => fs.readFileSync(path.join(ws, "count"), "utf8");
-        const killParked = async () => {
-          for (const p of kernsWith(ws)) process.kill(p.pid, "SIGKILL");
-          assert.ok(await h.waitFor(() => binding.liveBoxes() === 0, 5000), "the parked box ended");
-        };
-
-        /** Holds back the submission of a claim whose argv the calling
-         * thread sent itself until file exists in the workspace (the
-         * workload wrote it), then runs before() and submits. */
-        const holdSubmission = (file, before = async () => {}) => {
-          binding.run = function (...args) {
-            const terms = args[14];
-            if (terms === null || terms.claimOnly !== true || terms.run !== null)
-              return orig.run.apply(this, args);
-            return (async () => {
-              assert.ok(await h.waitFor(() => fs.existsSync(path.join(ws, file)), 5000));
-              await before();
-              return orig.run.apply(this, args);
-            })();
-          };
-        };
-
-        it("positive control: untouched, the call runs in the prewarmed box", async function () {
-          const r = await s.run(["sh", "-c", SCRIPT]);
-          assert.strictEqual(r.exitCode, 3);
-          assert.strictEqual(runs(s), 1);
-          assert.strictEqual(count(), "ran\n");
-        });
-
-        it("the box dies after its init took the argv: the call ran there, and only there " +
-          "(its result is that box's death, never a second run)", async function () {
-          holdSubmission("count", killParked); // the claim then finds no parked box: `missed`
-          const r = await s.run(["sh", "-c", SCRIPT]);
-          assert.strictEqual(count(), "ran\n");
-          assert.notStrictEqual(r.exitCode, 3, JSON.stringify(r));
-          assert.strictEqual(r.fault?.type, "killed", JSON.stringify(r));
-        });
-
+    describeClaimCases({
+      title: "E4: a claim runs once, wherever it ran",
+      Sandbox: () => Sandbox,
+      parked: async () => {
+        await ready();
+        assert.ok(await h.waitFor(() => binding.liveBoxes() === 1, 5000), "one box parked");
+      },
+      settleMs: 0,
+      exactUnsent: true,
+      extra: ({ session, workspace, holdSubmission }) => {
         it("what the workload writes before the engine takes the box over is the call's: its " +
           "change tracking began before the argv went out", async function () {
           // The submission waits until the workload has written: the engine
           // has not even seen the claim then.
           holdSubmission("made");
-          fs.writeFileSync(path.join(ws, "pre.txt"), "old\n");
+          fs.writeFileSync(path.join(workspace(), "pre.txt"), "old\n");
           await h.sleep(50); // the tracker has read that event: quiet again
+          const s = session();
           const r = await s.run(["sh", "-c", "echo x > made; echo new >> pre.txt; sleep 0.3"]);
           assert.strictEqual(runs(s), 1, "positive control: it ran in the prewarmed box");
           assert.strictEqual(r.exitCode, 0);
           assert.deepStrictEqual(r.files.map((f) => [f.path, f.change]).sort(),
             [["made", "created"], ["pre.txt", "modified"]]);
         });
-
-        it("the box died before its init could take the argv: the call runs cold, once",
-          async function () {
-            let unsent = null;
-            // claimSend runs on the call's path, before the JS thread could
-            // hear that the box ended: kill it there, wait (blocking this
-            // thread) until none of it is left, then send.
-            const waiting = () => h.processes().some((p) => p.state !== "Z" &&
-              p.argv.includes("ks-init") && p.argv.includes("--wait"));
-            assert.ok(waiting(), "positive control: the parked box's init is there");
-            binding.claimSend = function (fd, argv) {
-              for (const p of kernsWith(ws)) process.kill(p.pid, "SIGKILL");
-              const until = Date.now() + 5000;
-              while ((kernsWith(ws).length > 0 || waiting()) && Date.now() < until);
-              unsent = orig.claimSend.call(this, fd, argv);
-              return unsent;
-            };
-            const r = await s.run(["sh", "-c", SCRIPT]);
-            assert.strictEqual(unsent, require("../lib/init").specFrame(["sh", "-c", SCRIPT]).length,
-              "the channel of a dead box takes nothing");
-            assert.strictEqual(r.exitCode, 3);
-            assert.strictEqual(runs(s), 0);
-            assert.strictEqual(count(), "ran\n");
-          });
-      });
-
-    it("E4: a Python claim whose box died before the engine took it over runs cold, once " +
-      "(the claim brings no box of its own: the engine answers `missed`)", async function () {
-      const ws = h.tmpDir("pyclaim-");
-      const s = await new Sandbox({ prewarm: 1, workspace: ws }).open();
-      const orig = binding.run;
-      const code = "open('count', 'a').write('ran\\n'); print(7)";
-      const count = () => fs.readFileSync(path.join(ws, "count"), "utf8");
-      try {
-        await s.runCode("print(0)"); // the pool's kind: booted interpreters
-        await ready();
-        assert.ok(await h.waitFor(() => binding.liveBoxes() === 1, 5000), "one box parked");
-        // Positive control: untouched, the claim runs in the parked box.
-        let r = await s.runCode(code);
-        assert.strictEqual(r.stdout, "7\n");
-        const before = runs(s);
-        assert.ok(before >= 1, "positive control: the call ran in a prewarmed box");
-        await ready();
-        assert.ok(await h.waitFor(() => binding.liveBoxes() === 1, 5000), "one box parked again");
-        let claims = 0;
-        let missed = null;
-        binding.run = function (...args) {
-          const terms = args[14];
-          if (terms === null || terms.claimOnly !== true || terms.run === null)
-            return orig.apply(this, args);
-          claims++;
-          assert.strictEqual(args[1].length, 0, "the claim brings no kern argv of its own");
-          return (async () => {
-            for (const p of kernsWith(ws)) process.kill(p.pid, "SIGKILL");
-            assert.ok(await h.waitFor(() => binding.liveBoxes() === 0, 5000), "the parked box ended");
-            const raw = await orig.apply(this, args);
-            missed = raw.missed;
-            return raw;
-          })();
-        };
-        r = await s.runCode(code);
-        assert.strictEqual(claims, 1, "the call claimed the parked box");
-        assert.strictEqual(missed, true, "the engine found no box to take over: `missed`");
-        assert.strictEqual(r.stdout, "7\n", JSON.stringify(r));
-        assert.strictEqual(r.exitCode, 0);
-        assert.strictEqual(runs(s), before, "it ran cold, not in the dead box");
-        assert.strictEqual(count(), "ran\nran\n", "each call ran exactly once");
-      } finally {
-        binding.run = orig;
-        await s.close();
-        fs.rmSync(ws, { recursive: true, force: true });
-      }
+      },
     });
 
     it("a claimed box that times out is stopped by its own name, with its kern's environment " +

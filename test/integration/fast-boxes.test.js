@@ -12,6 +12,7 @@ const { haveImage, useRealKern } = require("../lib/realkern");
 const { PROGRAMS, runTable } = require("../lib/equality");
 const { POOL_STATS } = require("../../lib/internal");
 const { ENGINE } = require("../../lib/internal");
+const { describeClaimCases, kernsWith } = require("../lib/claims");
 
 const NODE_IMAGE = "node:20-slim";
 
@@ -23,9 +24,8 @@ describe("integration: fast boxes with a real kern (issue 16)", function () {
     kern = pkg();
   });
 
-  /** kern processes whose argv names marker (the tests tag a session's boxes with a
-   * read-only mount of a directory named after it: the image must stay a real one). */
-  const kernsWith = (marker) => h.processes().filter((p) => p.argv.includes(marker) && p.state !== "Z");
+  // kernsWith(marker): kern processes whose argv names marker (the tests tag a session's
+  // boxes with a read-only mount of a directory named after it: the image must stay a real one).
 
   it(`the equality table: ${PROGRAMS.length} programs, identical direct, cold with the init and ` +
     "prewarmed", async function () {
@@ -77,138 +77,18 @@ describe("integration: fast boxes with a real kern (issue 16)", function () {
     }
   });
 
-  describe("E4 with a real kern: a claim whose argv the calling thread sent itself runs once, " +
-    "wherever it ran", function () {
-    // test/42 runs these against the double; here kern's own box, PID
-    // namespace and teardown decide when the parked box is gone.
-    const binding = require("../../lib/binding");
-    const fs = require("fs");
-    const path = require("path");
-    const SCRIPT = "echo ran >> count; sleep 0.2; exit 3";
-    let ws;
-    let s;
-    let orig;
-    beforeEach(async function () {
-      ws = h.tmpDir("claim-real-");
-      s = await new kern.Sandbox({ prewarm: 1, workspace: ws }).open();
-      await s.run(["true"]); // the pool's kind: boxes that wait for an argv
+  // The cases test/42 runs against the double (test/lib/claims.js).
+  describeClaimCases({
+    title: "E4 with a real kern: a claim runs once, wherever it ran",
+    Sandbox: () => kern.Sandbox,
+    parked: async () => {
+      const binding = require("../../lib/binding");
       assert.ok(await h.waitFor(() => binding.liveBoxes() === 1 && binding.tailBoxes() === 0, 5000),
         "one box parked");
-      await h.sleep(300); // its init is up and waiting
-      orig = { run: binding.run, claimSend: binding.claimSend };
-    });
-    afterEach(async function () {
-      if (orig) Object.assign(binding, orig);
-      if (s) await s.close();
-      fs.rmSync(ws, { recursive: true, force: true });
-    });
-    const count = () => fs.readFileSync(path.join(ws, "count"), "utf8");
-    const waitingInit = () => h.processes().some((p) => p.state !== "Z" && p.argv.includes("ks-init") &&
-      p.argv.includes("--wait"));
-    const killParked = () => {
-      for (const p of kernsWith(ws)) process.kill(p.pid, "SIGKILL");
-    };
-
-    it("positive control: untouched, the call runs in the prewarmed box", async function () {
-      assert.ok(waitingInit(), "the parked box's init waits for an argv");
-      const r = await s.run(["sh", "-c", SCRIPT]);
-      assert.strictEqual(r.exitCode, 3);
-      assert.strictEqual(s[POOL_STATS]().prewarmedRuns, 1);
-      assert.strictEqual(count(), "ran\n");
-    });
-
-    it("the box is killed after its init took the argv: the call ran there, and only there",
-      async function () {
-        binding.run = function (...args) {
-          const terms = args[14];
-          if (terms === null || terms.claimOnly !== true || terms.run !== null)
-            return orig.run.apply(this, args);
-          return (async () => {
-            assert.ok(await h.waitFor(() => fs.existsSync(path.join(ws, "count")), 5000));
-            killParked();
-            assert.ok(await h.waitFor(() => binding.liveBoxes() === 0, 5000), "the parked box ended");
-            return orig.run.apply(this, args); // finds no parked box: `missed`
-          })();
-        };
-        const r = await s.run(["sh", "-c", SCRIPT]);
-        await h.sleep(400); // a second run, if there were one, would have written by now
-        assert.strictEqual(count(), "ran\n");
-        assert.notStrictEqual(r.exitCode, 3, JSON.stringify(r));
-        assert.strictEqual(r.fault?.type, "killed", JSON.stringify(r));
-      });
-
-    it("the box is killed before its init could take the argv: the call runs cold, once",
-      async function () {
-        assert.ok(waitingInit(), "positive control: the parked box's init is there");
-        let unsent = null;
-        binding.claimSend = function (fd, argv) {
-          killParked();
-          // Blocking this thread until none of the box is left: the send
-          // comes before the JS thread could hear that it ended.
-          const until = Date.now() + 5000;
-          while ((kernsWith(ws).length > 0 || waitingInit()) && Date.now() < until);
-          unsent = orig.claimSend.call(this, fd, argv);
-          return unsent;
-        };
-        const r = await s.run(["sh", "-c", SCRIPT]);
-        // Usually all of the frame: the box's end is closed. Once in about
-        // ten runs here the send still went through (something of the dying
-        // box held its end a moment longer); nothing read it, and what
-        // counts holds either way: the call ran once, cold.
-        h.note(`bytes of the frame the dead box's channel did not take: ${unsent}`);
-        assert.ok(unsent !== null, "positive control: the argv went to the parked box's channel");
-        assert.strictEqual(r.exitCode, 3, JSON.stringify(r));
-        assert.strictEqual(s[POOL_STATS]().prewarmedRuns, 0);
-        assert.strictEqual(count(), "ran\n");
-      });
-  });
-
-  it("E4 with a real kern: a Python claim whose box was killed before the engine took it over " +
-    "runs cold, once", async function () {
-    const binding = require("../../lib/binding");
-    const fs = require("fs");
-    const path = require("path");
-    const ws = h.tmpDir("pyclaim-real-");
-    const s = await new kern.Sandbox({ prewarm: 1, workspace: ws }).open();
-    const orig = binding.run;
-    const code = "open('count', 'a').write('ran\\n'); print(7)";
-    const parked = () => h.waitFor(() => binding.liveBoxes() === 1 && binding.tailBoxes() === 0, 5000);
-    try {
-      await s.runCode("print(0)"); // the pool's kind: booted interpreters
-      assert.ok(await parked(), "one box parked");
-      await h.sleep(500); // its interpreter is up and waiting
-      let r = await s.runCode(code);
-      assert.strictEqual(r.stdout, "7\n");
-      const before = s[POOL_STATS]().prewarmedRuns;
-      assert.ok(before >= 1, "positive control: untouched, the claim runs in the parked box");
-      assert.ok(await parked(), "one box parked again");
-      await h.sleep(500);
-      let claims = 0;
-      let missed = null;
-      binding.run = function (...args) {
-        const terms = args[14];
-        if (terms === null || terms.claimOnly !== true || terms.run === null) return orig.apply(this, args);
-        claims++;
-        assert.strictEqual(args[1].length, 0, "the claim brings no kern argv of its own");
-        return (async () => {
-          for (const p of kernsWith(ws)) process.kill(p.pid, "SIGKILL");
-          assert.ok(await h.waitFor(() => binding.liveBoxes() === 0, 5000), "the parked box ended");
-          const raw = await orig.apply(this, args); // finds no parked box: `missed`
-          missed = raw.missed;
-          return raw;
-        })();
-      };
-      r = await s.runCode(code);
-      assert.strictEqual(claims, 1, "the call claimed the parked box");
-      assert.strictEqual(missed, true, "the engine found no box to take over: `missed`");
-      assert.strictEqual(r.stdout, "7\n", JSON.stringify(r));
-      assert.strictEqual(s[POOL_STATS]().prewarmedRuns, before, "it ran cold");
-      assert.strictEqual(fs.readFileSync(path.join(ws, "count"), "utf8"), "ran\nran\n");
-    } finally {
-      binding.run = orig;
-      await s.close();
-      fs.rmSync(ws, { recursive: true, force: true });
-    }
+      await h.sleep(500); // its init (or interpreter) is up and waiting
+    },
+    settleMs: 400,
+    exactUnsent: false,
   });
 
   it("an idle prewarmed box uses 0% CPU over 10 s; no kern of the session 500 ms after close()",
