@@ -6,7 +6,8 @@
 // (each sleep is one wakeup later). A diagnostic, not a figure of the table
 // (`node bench/run.js` has those, with their baselines): wall times on this
 // VM move with its phase and the hypervisor's steal, and a thread's run time
-// (schedstat, which leaves steal out) and its wakeups move far less, so a
+// (schedstat, which leaves steal out on a kernel with
+// CONFIG_PARAVIRT_TIME_ACCOUNTING, as this VM's) and its wakeups move far less, so a
 // change to the host's share of a call shows here first. It found kern's
 // SIGCHLD waking the JS thread once per box (bench/README.md).
 //
@@ -43,13 +44,15 @@ function threads() {
   return out;
 }
 
-/** The JS thread, the engine's thread, and every other thread (V8's and
- * libuv's workers) summed, per call, between two readings. */
+/** The JS thread, the engine's threads (ks-supervisor, ks-scan, ks-reaper,
+ * ...), and every other thread (V8's and libuv's workers) summed, per call,
+ * between two readings. (A thread that ended between them cannot be read:
+ * the short-lived ones, a closer or a reaper, are left out.) */
 function perCall(a, b, n) {
   const groups = new Map();
   for (const [tid, t] of b) {
     const p = a.get(tid) || { run: 0, wait: 0, sleeps: 0 };
-    const g = tid === String(process.pid) ? "JS thread" : t.name === "ks-supervisor" ? "engine"
+    const g = tid === String(process.pid) ? "JS thread" : t.name.startsWith("ks-") ? "engine"
       : "other threads";
     const s = groups.get(g) || { run: 0, wait: 0, sleeps: 0 };
     s.run += t.run - p.run;
@@ -66,6 +69,7 @@ function perCall(a, b, n) {
 }
 
 async function measure(title, opts, n, gapMs, call) {
+  if (!(n > 0)) return;
   const s = await new Sandbox(opts).open();
   try {
     await h.sleep(300); // a prewarmed box boots
@@ -97,4 +101,4 @@ async function measure(title, opts, n, gapMs, call) {
 })().catch((e) => {
   console.error(e);
   process.exitCode = 1;
-});
+}).finally(() => h.cleanup());

@@ -100,6 +100,8 @@ describe("engine", function () {
       await sbx.run(["true"]);
       const sup = tasks().find((t) => comm(t) === "ks-supervisor");
       assert.ok(sup, "the engine's thread is named ks-supervisor");
+      if (!fs.existsSync(`/proc/self/task/${sup}/children`))
+        return h.skip(this, "this kernel has no /proc/PID/task/TID/children (CONFIG_PROC_CHILDREN)");
       const kerns = () => fs.readFileSync(`/proc/self/task/${sup}/children`, "utf8").trim();
       const woken = [];
       for (let i = 0; i < 12 && woken.length < 6; i++) {
@@ -121,8 +123,9 @@ describe("engine", function () {
       }
       note(`extra wakeups of the JS thread while kern exited: ${woken.join(", ")}`);
       assert.ok(woken.length >= 3, `only ${woken.length} kerns exited while this thread slept`);
-      // (The window between the check and the sleep may hide one.)
-      assert.ok(woken.reduce((a, b) => a + b, 0) <= 1, `extra wakeups ${woken}`);
+      // One per round is the defect (the engine before the fix: 1 in every
+      // round); V8's workers may wake once in a while for work of their own.
+      assert.ok(woken.reduce((a, b) => a + b, 0) < woken.length / 2, `extra wakeups ${woken}`);
     });
   });
 
