@@ -106,7 +106,7 @@ describe("engine", function () {
       const woken = [];
       for (let i = 0; i < 12 && woken.length < 6; i++) {
         assert.ok(await h.waitFor(() => kerns() === "", 5000), `kern left: ${kerns()}`);
-        await sbx.run(["true"]);
+        assert.strictEqual((await sbx.run(["true"])).exitCode, 0);
         assert.notStrictEqual(kerns(), "", "kern is still tearing down when the call settles");
         // The init is released after this turn (csrc/napi/afterturn.c).
         await new Promise(setImmediate);
@@ -126,6 +126,23 @@ describe("engine", function () {
       // One per round is the defect (the engine before the fix: 1 in every
       // round); V8's workers may wake once in a while for work of their own.
       assert.ok(woken.reduce((a, b) => a + b, 0) < woken.length / 2, `extra wakeups ${woken}`);
+    });
+  });
+
+  it("while Node's child_process handles SIGCHLD (its handler may run on the engine's thread), " +
+    "every box and every child of Node's ends and is seen to", async function () {
+    const { execFile } = require("child_process");
+    const child = () => new Promise((resolve) => {
+      execFile("sh", ["-c", "sleep 0.05; exit 7"], (e) => resolve(e && e.code));
+    });
+    await withSandbox({ prewarm: 0 }, async (sbx) => {
+      for (let round = 0; round < 5; round++) {
+        const kids = Array.from({ length: 8 }, child);
+        const boxes = Array.from({ length: 8 }, (_, i) => sbx.run(["sh", "-c", `exit ${i}`]));
+        assert.deepStrictEqual(await Promise.all(kids), Array(8).fill(7));
+        assert.deepStrictEqual((await Promise.all(boxes)).map((r) => r.exitCode),
+          [0, 1, 2, 3, 4, 5, 6, 7]);
+      }
     });
   });
 
