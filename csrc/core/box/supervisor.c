@@ -1397,7 +1397,7 @@ static void ks__teardown(struct ks_sup *sup, struct ks_box *pending) {
  * do_notify_parent <- do_exit of kern). Unblocked, the default disposition
  * drops it where it is made. A program that handles SIGCHLD (Node's
  * child_process does, while it has children) may now have its handler run
- * on this thread, as on any of libuv's; every call here takes EINTR. */
+ * on this thread, as on any of libuv's; every blocking call here handles EINTR. */
 static void ks__accept_sigchld(void) {
   sigset_t chld;
 
