@@ -1,4 +1,4 @@
-/* Small helpers shared by the core: cleanup attributes and fd hand-off. */
+/* Small helpers shared by the core: cleanup attributes, fd hand-off, the clock. */
 #ifndef KS_CORE_UTIL_H
 #define KS_CORE_UTIL_H
 
@@ -6,9 +6,17 @@
 #include <stdint.h>
 #include <errno.h>
 #include <stdlib.h>
+#include <time.h>
 #include <unistd.h>
 
 #define KS_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
+/* Monotonic nanoseconds: a jump of the wall clock moves no deadline. */
+static inline uint64_t ks_now_ns(void) {
+  struct timespec ts;
+  (void) clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t) ts.tv_sec * 1000000000ULL + (uint64_t) ts.tv_nsec;
+}
 
 /* close(2) that keeps errno intact, so cleanup never hides the real error. */
 static inline void ks_close_keep_errno(int fd) {

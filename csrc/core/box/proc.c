@@ -25,7 +25,6 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "../compat.h"
@@ -737,12 +736,6 @@ void ks_proc_kill_tree(struct ks_proc *p, struct ks_proc_kids *kids) {
   ks_proc_kids_close(kids);
 }
 
-static int64_t ks__monotonic_ms(void) {
-  struct timespec ts;
-  (void) clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 void ks_proc_kill_and_release(struct ks_proc *p, int wait_ms) {
   int status;
 
@@ -750,16 +743,16 @@ void ks_proc_kill_and_release(struct ks_proc *p, int wait_ms) {
     ks_proc_kill_tree(p, NULL);
     if (p->pidfd >= 0 && wait_ms > 0) {
       struct pollfd pfd = {.fd = p->pidfd, .events = POLLIN};
-      int64_t end = ks__monotonic_ms() + wait_ms;
+      uint64_t end = ks_now_ns() + (uint64_t) wait_ms * 1000000u;
       int left = wait_ms;
       /* A signal does not restart the wait's clock: a program's SIGCHLD
        * handler may run on the supervisor's thread (ks__accept_sigchld), and
        * at a teardown many kerns exit at once. */
       while (poll(&pfd, 1, left) < 0 && errno == EINTR) {
-        int64_t rest = end - ks__monotonic_ms();
-        if (rest <= 0)
+        uint64_t now = ks_now_ns();
+        if (now >= end)
           break;
-        left = (int) rest;
+        left = (int) ((end - now + 999999u) / 1000000u);
       }
     }
     /* Still running: a frozen task, or one in uninterruptible sleep, ends

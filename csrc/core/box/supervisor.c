@@ -24,12 +24,7 @@
 #include "../envfd.h"
 #include "../util.h"
 
-uint64_t ks__now_ns(void) {
-  struct timespec ts;
-  /* Monotonic: a jump of the wall clock moves no deadline. */
-  (void) clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t) ts.tv_sec * KS__SEC + (uint64_t) ts.tv_nsec;
-}
+uint64_t ks__now_ns(void) { return ks_now_ns(); }
 
 static void ks__free_strv(char **v) {
   if (v == NULL)
