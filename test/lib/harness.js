@@ -7,6 +7,7 @@ const os = require("os");
 const path = require("path");
 const { execFileSync } = require("child_process");
 const procfs = require("./procfs");
+const { KERNEL_BACKSTOP_S } = require("../../lib/kernel");
 
 const repo = path.resolve(__dirname, "..", "..");
 let root = null;
@@ -44,10 +45,19 @@ function readArgv(dir, name) {
   return fs.readFileSync(path.join(dir, `${name}.argv`), "utf8").split("\0").slice(0, -1);
 }
 
-/** Whether a recorded box was a prewarm box (its init waiting for a call). */
+/** Whether a recorded box was started ahead of a call: an init waiting for
+ * its argv (--wait), or a Python interpreter (--interp) whose kern backstop
+ * covers a kernel's life, as a prewarmed one's does (lib/sandbox.js,
+ * #startPrewarmed; a cold Python box's is timeoutS + 5 s; a kernel's box
+ * counts too). A pool refills in the background, so without this "the last
+ * box" could be the refill's. */
 function isPrewarmBox(argv) {
   const cmd = argv.slice(argv.indexOf("--") + 1);
-  return /\/ks-init$/.test(cmd[0] ?? "") && cmd.includes("--wait");
+  if (!/\/ks-init$/.test(cmd[0] ?? "")) return false;
+  if (cmd.includes("--wait")) return true;
+  const flags = argv.slice(0, argv.indexOf("--"));
+  const backstop = Number(flags[flags.indexOf("--timeout") + 1]);
+  return cmd.includes("--interp") && backstop >= KERNEL_BACKSTOP_S;
 }
 
 /** The engine's live boxes once no compile of the boot's bytecode runs
