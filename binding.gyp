@@ -9,6 +9,7 @@
         "csrc/core/box/channel.c",
         "csrc/core/box/interp.c",
         "csrc/core/box/interpreter.c",
+        "csrc/core/box/kit.c",
         "csrc/core/box/outbuf.c",
         "csrc/core/box/proc.c",
         "csrc/core/archive/snapshot.c",

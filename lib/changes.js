@@ -5,8 +5,11 @@
 // millisecond, where N-API calls per file blocked the event loop for tens.
 const KINDS = ["created", "modified"];
 
-/** [{ path, size, change }] from { paths, sizes, kinds, raw }. */
-function unpackChanges({ paths, sizes, kinds, raw }) {
+/** [{ path, size, change }] from { paths, sizes, kinds, raw }, or from 0
+ * (a run's result when nothing changed). */
+function unpackChanges(packed) {
+  if (packed === 0) return [];
+  const { paths, sizes, kinds, raw } = packed;
   const n = sizes.length;
   const names = n > 0 ? paths.split("\0") : [];
   const files = new Array(n);

@@ -32,8 +32,8 @@ export interface RawRunResult {
   systemCpuMs: number;
   /** ru_maxrss in KiB (never below this process's peak RSS at the spawn: a vfork-style clone). */
   maxRssKb: number;
-  /** Files created/modified (lib/changes.js unpacks them), or null if the workspace could not be scanned. */
-  files: PackedChanges | null;
+  /** Files created/modified (lib/changes.js unpacks them), 0 if none, or null if the workspace could not be scanned. */
+  files: PackedChanges | 0 | null;
   /** -errno of a failed scan, or 0. */
   scanErrno: number;
   /** The in-box init's report (csrc/init/protocol.h): 1 exited / 2 signaled, and its value; null without one. */
@@ -192,6 +192,8 @@ export function specFrame(argv: string[]): Buffer;
 export function watchBegin(watch: WsWatch): BegunWatchCall | null;
 /** Kerns still tearing down boxes whose calls settled, and kern stop helpers running (tests). */
 export function tailBoxes(): number;
+/** The descriptors the engine made ahead for its next box (its pipes and channel): the leak census's exception. */
+export function spareFds(): number[];
 
 /** Test switches from process.env (KERN_SANDBOX_FORCE_FALLBACK, KERN_SANDBOX_TRACKER), read
  * by lib/binding.js: the addon itself never calls getenv(). */

@@ -62,7 +62,8 @@ void ks_napi_reject_system(napi_env env, napi_deferred deferred, const struct ks
  * Throws a TypeError and returns NULL if value is not a string. */
 char *ks_napi_get_string(napi_env env, napi_value value, size_t *ret_len);
 
-/* Copies a JS array of strings into a new NULL-terminated vector. */
+/* Copies a JS array of strings into a new NULL-terminated vector: one
+ * allocation, the strings after the pointers, so free(v) frees it all. */
 char **ks_napi_get_strv(napi_env env, napi_value value);
 
 void ks_napi_free_strv(char **v);

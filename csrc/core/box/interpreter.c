@@ -84,7 +84,7 @@ static void ks__results_add(struct ks_results *r, const unsigned char *body, siz
 static void ks__close_pipes(int out[2], int errp[2]);
 
 static int ks__cell_pipes(int out[2], int errp[2], struct ks_err *err) {
-  if (ks__pipe_nonblocking_read(out, err) == 0 && ks__pipe_nonblocking_read(errp, err) == 0)
+  if (ks_pipe_nonblocking_read(out, err) == 0 && ks_pipe_nonblocking_read(errp, err) == 0)
     return 0;
   ks__close_pipes(out, errp);
   return -1;

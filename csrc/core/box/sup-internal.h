@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "interp.h"
+#include "kit.h"
 #include "supervisor.h"
 
 #define KS__MS 1000000ULL
@@ -64,7 +65,7 @@ struct ks__watch {
 };
 
 /* The read ends we hold for one box: stdout, stderr, started. */
-#define KS__BOX_PIPES 3
+#define KS__BOX_PIPES KS_KIT_PIPES
 
 enum ks__scan_phase { KS__SCAN_BEFORE, KS__SCAN_AFTER };
 
@@ -207,6 +208,8 @@ struct ks_sup {
   struct ks_sup_hooks hooks;
   void *ctx;
   struct ks__watch wake_watch;
+  struct ks_box_kit kit;       /* the next cold box's pipes and channel, made ahead */
+  _Atomic int kit_fds[KS_KIT_FDS]; /* its descriptors, for ks_sup_spare_fds (-1: none) */
 #ifdef KS_FAILPOINTS
   /* The Debug build's pause after the thread took the cells (from
    * KS_FAILPOINT_SUP_TAKE_MS): it widens the window a test races into. */
@@ -274,7 +277,6 @@ int ks__watch_mod(struct ks_sup *sup, int fd, struct ks__watch *w, uint32_t even
 void ks__watch_close(struct ks_sup *sup, int *fd);
 void ks__kill_box(struct ks_sup *sup, struct ks_box *box, uint64_t now, bool timeout);
 bool ks__key_cancelled(struct ks_sup *sup, uint64_t key);
-int ks__pipe_nonblocking_read(int fds[2], struct ks_err *err);
 
 /* Reads what one output pipe holds, up to budget bytes: into b under its
  * cap, past it dropped (spliced to /dev/null when nobody streams it). emit,

@@ -26,13 +26,8 @@
 
 uint64_t ks__now_ns(void) { return ks_now_ns(); }
 
-static void ks__free_strv(char **v) {
-  if (v == NULL)
-    return;
-  for (char **p = v; *p != NULL; p++)
-    free(*p);
-  free(v);
-}
+/* A vector of the request: one block (supervisor.h). */
+static void ks__free_strv(char **v) { free(v); }
 
 void ks_box_request_free(struct ks_box_request *req) {
   if (req->has_begun)
@@ -421,24 +416,11 @@ static void ks__report_spawn_failure(struct ks_sup *sup, struct ks_box *box,
   ks__after_box(sup, box);
 }
 
-int ks__pipe_nonblocking_read(int fds[2], struct ks_err *err) {
-  if (pipe2(fds, O_CLOEXEC) < 0)
-    return ks_err_set(err, errno, "pipe2", NULL);
-  /* Only our end: kern and the box write in blocking mode as usual. */
-  if (fcntl(fds[0], F_SETFL, O_NONBLOCK) < 0) {
-    int saved = errno;
-    ks_close_keep_errno(fds[0]);
-    ks_close_keep_errno(fds[1]);
-    fds[0] = fds[1] = -1;
-    return ks_err_set(err, saved, "fcntl", NULL);
-  }
-  return 0;
-}
-
 static bool ks__adopt_parked(struct ks_sup *sup, struct ks_box *box);
 static void ks__send_spec(struct ks_sup *sup, struct ks_box *box);
 
 static void ks__forget_now(struct ks_sup *sup, struct ks_box *marker);
+static void ks__kit_publish(struct ks_sup *sup);
 
 static void ks__spawn_box(struct ks_sup *sup, struct ks_box *box) {
   int pipes[KS__BOX_PIPES][2];
@@ -465,21 +447,25 @@ static void ks__spawn_box(struct ks_sup *sup, struct ks_box *box) {
     ks__after_box(sup, box);
     return;
   }
-  for (i = 0; i < KS__BOX_PIPES; i++)
-    pipes[i][0] = pipes[i][1] = -1;
-  for (i = 0; i < KS__BOX_PIPES && r == 0; i++)
-    r = ks__pipe_nonblocking_read(pipes[i], &err);
+  bool own_chan = box->req.channel && !box->req.chan_given;
+  if (ks_kit_ready(&sup->kit)) {
+    /* Made ahead (ks__kit_refill); the init's channel, on kern's stdin
+     * (which kern hands to the box), only if the box has no channel yet. */
+    ks_kit_take(&sup->kit, pipes, own_chan ? chan : NULL);
+    ks__kit_publish(sup);
+  } else {
+    for (i = 0; i < KS__BOX_PIPES; i++)
+      pipes[i][0] = pipes[i][1] = -1;
+    for (i = 0; i < KS__BOX_PIPES && r == 0; i++)
+      r = ks_pipe_nonblocking_read(pipes[i], &err);
+    if (r == 0 && own_chan)
+      r = ks_channel_pair(chan, &err);
+  }
   if (r == 0 && box->req.channel && box->req.chan_given) {
     chan[0] = box->req.chan[0];
     chan[1] = box->req.chan[1];
     box->req.chan_given = false;
     shared = true;
-  } else if (r == 0 && box->req.channel) {
-    /* The init's channel, on kern's stdin (which kern hands to the box). */
-    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, chan) < 0)
-      r = ks_err_set(&err, errno, "socketpair", NULL);
-    else if (fcntl(chan[0], F_SETFL, O_NONBLOCK) < 0)
-      r = ks_err_set(&err, errno, "fcntl", NULL);
   }
   if (r == 0 && box->req.env_data != NULL)
     r = ks_envfd_create(box->req.env_data, box->req.env_len, box->req.tmpdir, &envfd, &err);
@@ -1331,8 +1317,31 @@ static int ks__ms_until(uint64_t end) {
   return now >= end ? 0 : (int) ((end - now + KS__MS - 1) / KS__MS);
 }
 
+/* The next cold box's descriptors, made while this thread has nothing to
+ * do (its boxes are starting): a spawn then only takes them. A failure
+ * leaves the kit empty, and the spawn makes its own and reports the error. */
+static void ks__kit_publish(struct ks_sup *sup) {
+  int fds[KS_KIT_FDS];
+
+  ks_kit_fds(&sup->kit, fds);
+  for (int i = 0; i < KS_KIT_FDS; i++)
+    atomic_store(&sup->kit_fds[i], fds[i]);
+}
+
+static void ks__kit_refill(struct ks_sup *sup) {
+  struct ks_err err;
+
+  if (!ks_kit_ready(&sup->kit)) {
+    (void) ks_kit_make(&sup->kit, &err);
+    ks__kit_publish(sup);
+  }
+}
+
 static void ks__teardown(struct ks_sup *sup, struct ks_box *pending) {
   uint64_t budget_end;
+
+  ks_kit_close(&sup->kit);
+  ks__kit_publish(sup);
   while (pending != NULL) {
     struct ks_box *next = pending->next;
     struct ks_err err;
@@ -1458,6 +1467,7 @@ static void *ks__sup_main(void *arg) {
     /* After the boxes: a kernel's box is submitted before its first cell. */
     ks__cells_take(sup, cells, ks__now_ns());
     ks__sweep(sup, ks__now_ns());
+    ks__kit_refill(sup);
     /* Only after the sweep: it is what kills the group's live boxes. */
     while (forgets != NULL) {
       struct ks_box *next = forgets->next;
@@ -1482,6 +1492,9 @@ int ks_sup_start(const struct ks_sup_hooks *hooks, void *ctx, struct ks_sup **re
   sup->epfd = sup->wakefd = sup->devnull = -1;
   sup->wake_watch.kind = KS__W_WAKE;
   sup->wake_watch.owner = NULL;
+  ks_kit_init(&sup->kit);
+  for (int i = 0; i < KS_KIT_FDS; i++)
+    atomic_init(&sup->kit_fds[i], -1);
 #ifdef KS_FAILPOINTS
   {
     const char *ms = getenv("KS_FAILPOINT_SUP_TAKE_MS"); /* read here, on the JS thread */
@@ -1752,6 +1765,18 @@ void ks_sup_forget_group(struct ks_sup *sup, uint64_t group) {
 }
 
 size_t ks_sup_live_boxes(struct ks_sup *sup) { return atomic_load(&sup->live_count); }
+
+_Static_assert(KS_KIT_FDS <= KS_SUP_SPARE_FDS_MAX, "spareFds() holds a whole kit");
+
+size_t ks_sup_spare_fds(struct ks_sup *sup, int out[KS_SUP_SPARE_FDS_MAX]) {
+  size_t n = 0;
+  for (int i = 0; i < KS_KIT_FDS; i++) {
+    int fd = atomic_load(&sup->kit_fds[i]);
+    if (fd >= 0)
+      out[n++] = fd;
+  }
+  return n;
+}
 
 size_t ks_sup_tails(struct ks_sup *sup) {
   /* A stop queued before the count of helpers it becomes: never a moment

@@ -29,7 +29,9 @@
 
 enum ks_stream { KS_STDOUT = 0, KS_STDERR = 1 };
 
-/* What to run. Every pointer is owned by the box and freed with it. */
+/* What to run. Every pointer is owned by the box and freed with it. A
+ * vector (argv, envp, stop_argv) is one allocation, its strings after its
+ * pointers (ks_napi_get_strv): free() frees it whole. */
 struct ks_box_request {
   char *path;       /* absolute path of kern */
   int exec_fd;      /* > 2: kern held open (O_PATH, close-on-exec), executed
@@ -257,5 +259,10 @@ void ks_sup_shutdown(struct ks_sup *sup);
 size_t ks_sup_live_boxes(struct ks_sup *sup);
 size_t ks_sup_tails(struct ks_sup *sup);
 size_t ks_sup_cancelled_groups(struct ks_sup *sup);
+
+/* The descriptors the supervisor holds for its next box (kit.h), for the
+ * leak census: they are the engine's, not a leak. Returns how many. */
+#define KS_SUP_SPARE_FDS_MAX 8
+size_t ks_sup_spare_fds(struct ks_sup *sup, int out[KS_SUP_SPARE_FDS_MAX]);
 
 #endif
