@@ -57,4 +57,82 @@ function uidRangeAvailable() {
   return uidRange;
 }
 
-module.exports = { uidRangeAvailable, helperFound };
+/**
+ * Where kern keeps its runtime tree (each box's scratch layer, its registry
+ * and exit records): the first of $XDG_RUNTIME_DIR/kern, /run/user/UID/kern
+ * and /tmp/kern-UID it can make (runtime_subdir_candidates in kern's
+ * source). Read, never made: the first that is a directory, or that
+ * `mkdir -p` could make (its nearest existing ancestor is a directory we
+ * may write).
+ */
+function kernRuntimeDir(env = process.env) {
+  const uid = typeof process.getuid === "function" ? process.getuid() : 0;
+  const candidates = [];
+  if (env.XDG_RUNTIME_DIR) candidates.push(path.join(env.XDG_RUNTIME_DIR, "kern"));
+  candidates.push(`/run/user/${uid}/kern`, `/tmp/kern-${uid}`);
+  const makeable = (c) => {
+    for (let p = c; ; p = path.dirname(p)) {
+      let st;
+      try {
+        st = fs.statSync(p);
+      } catch {
+        if (path.dirname(p) === p) return false;
+        continue;
+      }
+      if (!st.isDirectory()) return false;
+      if (p === c) return true;
+      try {
+        fs.accessSync(p, fs.constants.W_OK | fs.constants.X_OK);
+        return true;
+      } catch {
+        return false;
+      }
+    }
+  };
+  return candidates.find(makeable) ?? null;
+}
+
+/** Octal escapes of /proc/self/mountinfo (a space is \040). */
+const unescapeMount = (s) => s.replace(/\\([0-7]{3})/g, (_, o) => String.fromCharCode(parseInt(o, 8)));
+
+/**
+ * The mount that holds path p (itself or its nearest existing ancestor):
+ * { mountPoint, fsType, options } (options: the mount's and its super
+ * block's, e.g. ["rw", "relatime", "discard"]), or null where
+ * /proc/self/mountinfo cannot be read.
+ */
+function mountOf(p) {
+  let real = p;
+  for (;;) {
+    try {
+      real = fs.realpathSync(real);
+      break;
+    } catch {
+      const up = path.dirname(real);
+      if (up === real) return null;
+      real = up;
+    }
+  }
+  let text;
+  try {
+    text = fs.readFileSync("/proc/self/mountinfo", "utf8");
+  } catch {
+    return null;
+  }
+  let best = null;
+  for (const line of text.split("\n")) {
+    // id parent major:minor root mountpoint options [optional...] - fstype source superoptions
+    const [left, right] = line.split(" - ");
+    if (right === undefined) continue;
+    const f = left.split(" ");
+    const [fsType, , superOptions = ""] = right.split(" ");
+    const mountPoint = unescapeMount(f[4]);
+    const inside = mountPoint === "/" || real === mountPoint || real.startsWith(`${mountPoint}/`);
+    // The longest match wins; of equal ones, the later (mounted over the other).
+    if (inside && (best === null || mountPoint.length >= best.mountPoint.length))
+      best = { mountPoint, fsType, options: [...f[5].split(","), ...superOptions.split(",")] };
+  }
+  return best;
+}
+
+module.exports = { uidRangeAvailable, helperFound, kernRuntimeDir, mountOf };

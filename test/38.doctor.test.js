@@ -12,7 +12,10 @@ const kern = require("..");
 const h = require("./lib/harness");
 
 const CLI = path.join(h.repo, "bin", "kern-sandbox.js");
-const IDS = ["kern", "linux", "pidfd", "openat2", "userns", "tmpdir", "uid-range", "image", "box", "cgroup"];
+const IDS = ["kern", "linux", "pidfd", "openat2", "userns", "tmpdir", "runtime-dir", "uid-range", "image",
+  "box", "cgroup"];
+// statfs(2) f_type of the file systems that keep files in memory.
+const MEMORY_FS_MAGIC = new Set([0x01021994 /* tmpfs */, 0x858458f6 /* ramfs */]);
 
 function cli(args, env = {}) {
   const r = spawnSync(process.execPath, [CLI, ...args], {
@@ -106,6 +109,30 @@ describe("doctor (issue 15)", function () {
     fs.writeFileSync(path.join(path.dirname(bin), "kern-state", "images"), "python:3.12-slim\n");
     assert.strictEqual(byId(JSON.parse(cli(["doctor", "--json"], { KERN_BIN: bin }).stdout)).image.ok,
       true, "positive control: listed, it passes");
+  });
+
+  it("kern's runtime dir on a disk is a warning with the tmpfs fix; in memory it passes", function () {
+    // Where kern keeps each box's scratch layer: $XDG_RUNTIME_DIR/kern first.
+    const disk = h.tmpDir("doctor-rt-disk-");
+    if (MEMORY_FS_MAGIC.has(fs.statfsSync(disk).type))
+      this.skip(); // SKIP: this host's temp dir is itself in memory, no disk dir to point at
+    const onDisk = byId(JSON.parse(cli(["doctor", "--json"], { XDG_RUNTIME_DIR: disk }).stdout))["runtime-dir"];
+    assert.strictEqual(onDisk.ok, false);
+    assert.strictEqual(onDisk.required, false, "boxes run; only their tail latency suffers");
+    assert.match(onDisk.detail, new RegExp(`^kern's runtime dir ${disk}/kern is on a disk \\(`));
+    assert.match(onDisk.fix, new RegExp(`mount -t tmpfs -o mode=0700,uid=\\d+,gid=\\d+ tmpfs ${disk}\``));
+    // Positive control: the same check passes for a dir in memory.
+    if (!fs.existsSync("/dev/shm") || !MEMORY_FS_MAGIC.has(fs.statfsSync("/dev/shm").type))
+      this.skip(); // SKIP: no /dev/shm tmpfs on this host for the positive control
+    const mem = fs.mkdtempSync("/dev/shm/ks-doctor-rt-");
+    try {
+      const inMemory = byId(JSON.parse(cli(["doctor", "--json"], { XDG_RUNTIME_DIR: mem }).stdout))["runtime-dir"];
+      assert.strictEqual(inMemory.ok, true, JSON.stringify(inMemory));
+      assert.match(inMemory.detail, new RegExp(`^kern's runtime dir ${mem}/kern is in memory \\((tmpfs|ramfs)\\)$`));
+      assert.strictEqual(inMemory.fix, null);
+    } finally {
+      fs.rmSync(mem, { recursive: true, force: true });
+    }
   });
 
   it("a box that cannot start: the box check carries kern's error, exit 1", function () {

@@ -649,6 +649,7 @@ export interface DoctorCheck {
   /**
    * Which check: `"kern"` (found, runs, its version), `"linux"` (5.3 or newer), `"pidfd"`,
    * `"openat2"`, `"userns"` (user namespaces), `"tmpdir"` (a workspace can be made),
+   * `"runtime-dir"` (kern's runtime dir, where every box's start and teardown write, is in memory),
    * `"uid-range"`, `"image"` (the image is in kern's cache), `"box"` (a probe box ran),
    * `"cgroup"` (which caps bind, as the probe box saw them).
    */
@@ -683,7 +684,7 @@ export interface DoctorReport {
 /**
  * Addition to 0.1.1: checks whether this host can run boxes, and which caps will really be
  * enforced, before the first failure: kern found and its version, the Linux version, pidfd and
- * openat2, user namespaces, a writable temp dir, the uid range, the image in kern's cache, a
+ * openat2, user namespaces, a writable temp dir, kern's runtime dir in memory, the uid range, the image in kern's cache, a
  * probe box in that image and the cgroup controllers it sees. Never rejects for a host problem
  * (that is a failed check). The same as `npx kern-sandbox doctor` (`--json` for this structure).
  */
