@@ -515,6 +515,15 @@ async function latencies(opts, call, n, gapMs) {
   }
 }
 
+/** Which calls of a paced figure were its slowest, to read its p99 by: the
+ * first call of a process also learns kern's cap byte at kern's exit (and
+ * a `run` starts cold: the pool holds Python before any call); a later one
+ * waited for its box (bench/README.md: kern's runtime dir on a disk). */
+function slowest(lat) {
+  const top = lat.map((v, i) => [v, i]).sort((a, b) => b[0] - a[0]).slice(0, 3);
+  console.error(`    (the slowest calls: ${top.map(([v, i]) => `#${i} ${v.toFixed(2)} ms`).join(", ")})`);
+}
+
 async function prewarmed() {
   const n = QUICK ? 60 : 200;
   const py = (s) => s.runCode("print(1)");
@@ -523,6 +532,7 @@ async function prewarmed() {
   row(`runCode("print(1)"), prewarm: 1, ${n} calls 50 ms apart`, "-",
     `p50 ${median(paced).toFixed(2)} ms, p99 ${pct(paced, 99).toFixed(2)} ms`,
     "p50 <= 2 ms, p99 <= 6 ms", median(paced) <= 2 && pct(paced, 99) <= 6);
+  slowest(paced);
   const runTrue = await latencies({ prewarm: 1 }, (s) => s.run(["true"]), QUICK ? 40 : 100, 50);
   // The floor under that figure: `true` alone, started and reaped on the
   // host with no box at all. On a VM most of it is the dynamic loader's CPU
@@ -552,6 +562,7 @@ async function prewarmed() {
     `p50 ${median(runTrue).toFixed(2)} ms, p99 ${pct(runTrue, 99).toFixed(2)} ms ` +
       `(${(median(runTrue) - warmFloor).toFixed(2)} ms over that floor)`,
     "p50 <= 1.5 ms", median(runTrue) <= 1.5);
+  slowest(runTrue);
   // Back to back the pool cannot keep up: never slower than no pool at all.
   const warm = [];
   const cold = [];

@@ -1319,7 +1319,11 @@ static int ks__ms_until(uint64_t end) {
 
 /* The next cold box's descriptors, made while this thread has nothing to
  * do (its boxes are starting): a spawn then only takes them. A failure
- * leaves the kit empty, and the spawn makes its own and reports the error. */
+ * leaves the kit empty, and the spawn makes its own and reports the error;
+ * the kit is tried again only after KS__KIT_RETRY_NS, not on every wakeup
+ * while the process is out of descriptors. */
+#define KS__KIT_RETRY_NS (100 * KS__MS)
+
 static void ks__kit_publish(struct ks_sup *sup) {
   int fds[KS_KIT_FDS];
 
@@ -1328,11 +1332,12 @@ static void ks__kit_publish(struct ks_sup *sup) {
     atomic_store(&sup->kit_fds[i], fds[i]);
 }
 
-static void ks__kit_refill(struct ks_sup *sup) {
+static void ks__kit_refill(struct ks_sup *sup, uint64_t now) {
   struct ks_err err;
 
-  if (!ks_kit_ready(&sup->kit)) {
-    (void) ks_kit_make(&sup->kit, &err);
+  if (!ks_kit_ready(&sup->kit) && now >= sup->kit_retry_ns) {
+    if (ks_kit_make(&sup->kit, &err) < 0)
+      sup->kit_retry_ns = now + KS__KIT_RETRY_NS;
     ks__kit_publish(sup);
   }
 }
@@ -1467,7 +1472,7 @@ static void *ks__sup_main(void *arg) {
     /* After the boxes: a kernel's box is submitted before its first cell. */
     ks__cells_take(sup, cells, ks__now_ns());
     ks__sweep(sup, ks__now_ns());
-    ks__kit_refill(sup);
+    ks__kit_refill(sup, ks__now_ns());
     /* Only after the sweep: it is what kills the group's live boxes. */
     while (forgets != NULL) {
       struct ks_box *next = forgets->next;
