@@ -11,7 +11,7 @@ const { execFile } = require("child_process");
 const binding = require("./binding");
 const { findKern, kernEnv, HOW_TO_GET_KERN } = require("./kern");
 const { DEFAULTS } = require("./options");
-const { uidRangeAvailable, kernRuntimeDir, mountOf } = require("./hostfacts");
+const { uidRangeAvailable, ownIds, kernRuntimeDir, mountOf } = require("./hostfacts");
 const { NO_CAP_WARNING } = require("./warnings");
 
 const MIN_LINUX = [5, 3]; // pidfd_open
@@ -104,19 +104,17 @@ const MEMORY_FS = new Set(["tmpfs", "ramfs"]);
  * in none of 10 with a tmpfs there.
  */
 function runtimeDirCheck(env) {
-  const dir = kernRuntimeDir(env);
-  const m = dir === null ? null : mountOf(dir);
+  const rt = kernRuntimeDir(env);
+  const m = rt === null ? null : mountOf(rt.dir);
   if (m === null) {
-    return check("runtime-dir", true, dir === null ? "kern's runtime dir: none of its places can be made " +
-      "(kern says so when a box starts)" : `kern's runtime dir ${dir}: its file system is not known`,
+    return check("runtime-dir", true, rt === null ? "kern's runtime dir: none of its places can be made " +
+      "(kern says so when a box starts)" : `kern's runtime dir ${rt.dir}: its file system is not known`,
     null, { required: false });
   }
+  const { dir, tmpfsAt: base } = rt;
   const ok = MEMORY_FS.has(m.fsType);
   const discard = m.options.includes("discard") ? ", mounted with discard" : "";
-  const uid = typeof process.getuid === "function" ? process.getuid() : 0;
-  const gid = typeof process.getgid === "function" ? process.getgid() : 0;
-  // kern's last resort, /tmp/kern-UID, is taken when /run/user/UID is not there.
-  const base = dir === `/tmp/kern-${uid}` ? `/run/user/${uid}` : path.dirname(dir);
+  const { uid, gid } = ownIds();
   return check("runtime-dir", ok, ok ? `kern's runtime dir ${dir} is in memory (${m.fsType})`
     : `kern's runtime dir ${dir} is on a disk (${m.fsType} at ${m.mountPoint}${discard}): each box's ` +
       "start and teardown write there, so calls wait on that disk at times (tail latencies of " +

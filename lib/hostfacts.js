@@ -34,6 +34,14 @@ function subRange(file, name, id) {
   });
 }
 
+/** This process's uid and gid (0 where the platform has none). */
+function ownIds() {
+  return {
+    uid: typeof process.getuid === "function" ? process.getuid() : 0,
+    gid: typeof process.getgid === "function" ? process.getgid() : 0,
+  };
+}
+
 let uidRange = null;
 
 /**
@@ -49,8 +57,7 @@ function uidRangeAvailable() {
     } catch {
       /* no passwd entry: kern matches by id alone */
     }
-    const uid = typeof process.getuid === "function" ? process.getuid() : 0;
-    const gid = typeof process.getgid === "function" ? process.getgid() : 0;
+    const { uid, gid } = ownIds();
     uidRange = helperFound("newuidmap") && helperFound("newgidmap") &&
       subRange("/etc/subuid", name, uid) && subRange("/etc/subgid", name, gid);
   }
@@ -63,13 +70,16 @@ function uidRangeAvailable() {
  * and /tmp/kern-UID it can make (runtime_subdir_candidates in kern's
  * source). Read, never made: the first that is a directory, or that
  * `mkdir -p` could make (its nearest existing ancestor is a directory we
- * may write).
+ * may write). Returns { dir, tmpfsAt }, tmpfsAt the directory a runtime
+ * dir in memory belongs on (for kern's last resort, /tmp/kern-UID, the
+ * /run/user/UID that kern would take first), or null.
  */
 function kernRuntimeDir(env = process.env) {
-  const uid = typeof process.getuid === "function" ? process.getuid() : 0;
+  const { uid } = ownIds();
+  const userRun = `/run/user/${uid}`;
   const candidates = [];
   if (env.XDG_RUNTIME_DIR) candidates.push(path.join(env.XDG_RUNTIME_DIR, "kern"));
-  candidates.push(`/run/user/${uid}/kern`, `/tmp/kern-${uid}`);
+  candidates.push(`${userRun}/kern`, `/tmp/kern-${uid}`);
   const makeable = (c) => {
     for (let p = c; ; p = path.dirname(p)) {
       let st;
@@ -89,7 +99,9 @@ function kernRuntimeDir(env = process.env) {
       }
     }
   };
-  return candidates.find(makeable) ?? null;
+  const dir = candidates.find(makeable);
+  if (dir === undefined) return null;
+  return { dir, tmpfsAt: dir === candidates.at(-1) ? userRun : path.dirname(dir) };
 }
 
 /** Octal escapes of /proc/self/mountinfo (a space is \040). */
@@ -135,4 +147,4 @@ function mountOf(p) {
   return best;
 }
 
-module.exports = { uidRangeAvailable, helperFound, kernRuntimeDir, mountOf };
+module.exports = { uidRangeAvailable, helperFound, ownIds, kernRuntimeDir, mountOf };

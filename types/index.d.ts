@@ -684,9 +684,10 @@ export interface DoctorReport {
 /**
  * Addition to 0.1.1: checks whether this host can run boxes, and which caps will really be
  * enforced, before the first failure: kern found and its version, the Linux version, pidfd and
- * openat2, user namespaces, a writable temp dir, kern's runtime dir in memory, the uid range, the image in kern's cache, a
- * probe box in that image and the cgroup controllers it sees. Never rejects for a host problem
- * (that is a failed check). The same as `npx kern-sandbox doctor` (`--json` for this structure).
+ * openat2, user namespaces, a writable temp dir, kern's runtime dir in memory, the uid range, the
+ * image in kern's cache, a probe box in that image and the cgroup controllers it sees. Never
+ * rejects for a host problem (that is a failed check). The same as `npx kern-sandbox doctor`
+ * (`--json` for this structure).
  */
 export function doctor(opts?: { image?: string }): Promise<DoctorReport>;
 
