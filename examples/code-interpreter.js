@@ -24,7 +24,7 @@ async function main() {
         "        return f'<table>{cells}</table>'",
         "display(Table(rows))",
       ].join("\n"));
-      console.log("formats:", table.results[0].formats().join(", "));
+      console.log("formats:", table.results[0].formatNames().join(", "));
 
       // A cell that crashes the interpreter loses only itself...
       const crash = await kernel.runCode("rows.clear()\nimport os\nos.abort()");

@@ -40,22 +40,13 @@ try {
 // Which build this is, for the sanitizer runs to check (test/00.setup.js).
 Object.defineProperty(binding, "flavour", { value: flavour });
 
-/** A run's raw outcome (types/binding.d.ts, RawRunResult), from its fields
- * in the engine's order (csrc/napi/run.c, ks__result_object): one call from
- * C and an object literal of a fixed shape, far cheaper on a call's path
- * than 26 named properties set from C. startedWord: the first (at most 4)
- * started bytes, the first in the low byte. */
-function makeRawResult(exitCode, signal, statusKnown, timedOut, cancelled, startedWord,
-  startedCount, stdoutDiscarded, stderrDiscarded, droppedChunks, durationMs, scanErrno,
-  userCpuMs, systemCpuMs, maxRssKb, reportEnd, reportValue, settledEarly, prewarmed, claimed,
-  taken, missed, results, resultsDropped, files, stdout, stderr) {
-  const started = [];
-  for (let i = 0; i < Math.min(startedCount, 4); i++) started.push((startedWord >>> (8 * i)) & 0xff);
-  return { exitCode, signal, statusKnown, timedOut, cancelled, started, startedCount, stdout,
-    stderr, stdoutDiscarded, stderrDiscarded, droppedChunks, durationMs, userCpuMs, systemCpuMs,
-    maxRssKb, files, scanErrno, reportEnd, reportValue, settledEarly, prewarmed, claimed, taken,
-    missed, results, resultsDropped };
-}
+/** A run's raw outcome (types/binding.d.ts, RawRunResult) from its fields
+ * in the order of the addon's table (csrc/napi/raw-result.h, exported as
+ * RAW_RESULT_FIELDS): one call from C into an object literal of a fixed
+ * shape, made once from the names. */
+// eslint-disable-next-line no-new-func
+const makeRawResult = new Function(...binding.RAW_RESULT_FIELDS,
+  `return { ${binding.RAW_RESULT_FIELDS.join(", ")} };`);
 
 // Test switches, read here under Node's environment lock (the addon never
 // calls getenv): KERN_SANDBOX_FORCE_FALLBACK takes the fallback paths a

@@ -20,6 +20,12 @@ const REPORT_EXITED = 1; // csrc/init/protocol.h KS_INIT_EXITED
 // started fd is itself proof that the box never existed.
 const kernSpeaksStartedFd = new Set();
 
+/** Byte i (0-3) of what kern wrote on KERN_STARTED_FD (RawRunResult's
+ * startedWord holds the first four, the first in the low byte). */
+function startedByte(raw, i) {
+  return i < Math.min(raw.startedCount, 4) ? (raw.startedWord >>> (8 * i)) & 0xff : undefined;
+}
+
 function fault(type, message) {
   return { type, message };
 }
@@ -76,7 +82,7 @@ function exitCodeOf(raw) {
  */
 function classify(raw, ctx) {
   const rc = ctx.exitCode;
-  const boxRan = raw.startedCount > 0 && raw.started[0] === STARTED_BYTE;
+  const boxRan = raw.startedCount > 0 && startedByte(raw, 0) === STARTED_BYTE;
   if (boxRan) kernSpeaksStartedFd.add(ctx.kern);
 
   if (raw.timedOut)
@@ -96,7 +102,7 @@ function classify(raw, ctx) {
         "not attributed to memory");
     }
     // Without it, with the cap enforced, a SIGKILL is taken to be the OOM killer's.
-    const cap = boxRan && raw.startedCount >= 2 ? raw.started[1] : null;
+    const cap = boxRan && raw.startedCount >= 2 ? startedByte(raw, 1) : null;
     if (cap === MEMORY_ENFORCED) {
       return killed(true, "the box was killed (SIGKILL) with its memory cap enforced: out of " +
         "memory (raise memoryMb, or use less)");
@@ -122,8 +128,8 @@ const LIMIT_STATES = { 0: "none", 1: "enforced", 2: "not_enforced" };
 /** result.limits from kern's cap byte, or null when kern did not send it
  * (it failed before the box existed). */
 function limitsOf(raw) {
-  const boxRan = raw.startedCount >= 2 && raw.started[0] === STARTED_BYTE;
-  const memory = boxRan ? LIMIT_STATES[raw.started[1]] : undefined;
+  const boxRan = raw.startedCount >= 2 && startedByte(raw, 0) === STARTED_BYTE;
+  const memory = boxRan ? LIMIT_STATES[startedByte(raw, 1)] : undefined;
   return memory === undefined ? null : { memory };
 }
 
@@ -132,4 +138,4 @@ function isKilledFault(f) {
   return f !== null && typeof f === "object" && f.type === "killed" && typeof f.oom === "boolean";
 }
 
-module.exports = { classify, exitCodeOf, kernErrorLine, isKilledFault, limitsOf };
+module.exports = { startedByte, classify, exitCodeOf, kernErrorLine, isKilledFault, limitsOf };

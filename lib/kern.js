@@ -5,7 +5,7 @@
 const fs = require("fs");
 const path = require("path");
 const crypto = require("crypto");
-const { SandboxError, sandboxErrorFromSystem } = require("./errors");
+const { sandboxError, sandboxErrorFromSystem } = require("./errors");
 const { BOX_WORKSPACE } = require("./mounts");
 const INIT_BOX_DIR = "/.ks"; // lib/init.js BOX_DIR, csrc/init/protocol.h
 const binding = require("./binding");
@@ -46,9 +46,9 @@ function findKern(env = process.env) {
   if (env.KERN_BIN) {
     const file = env.KERN_BIN;
     if (!path.isAbsolute(file))
-      throw new SandboxError(`KERN_BIN must be an absolute path, got ${JSON.stringify(file)}`);
+      throw sandboxError("ERR_SANDBOX_KERN_NOT_FOUND", `KERN_BIN must be an absolute path, got ${JSON.stringify(file)}`);
     const problem = checkKernFile(file, "KERN_BIN");
-    if (problem) throw new SandboxError(`${problem}; ${HOW_TO_GET_KERN}`);
+    if (problem) throw sandboxError("ERR_SANDBOX_KERN_NOT_FOUND", `${problem}; ${HOW_TO_GET_KERN}`);
     return fs.realpathSync.native(file);
   }
   // Relative entries ('.', '', 'bin') would make the answer depend on the
@@ -59,7 +59,7 @@ function findKern(env = process.env) {
     if (fs.existsSync(cand) && checkKernFile(cand, "PATH entry") === null)
       return fs.realpathSync.native(cand);
   }
-  throw new SandboxError(`the kern binary was not found on PATH; ${HOW_TO_GET_KERN}`);
+  throw sandboxError("ERR_SANDBOX_KERN_NOT_FOUND", `the kern binary was not found on PATH; ${HOW_TO_GET_KERN}`);
 }
 
 function isScript(fd) {
@@ -89,7 +89,8 @@ function openKern(file) {
     fd = binding.kernOpen(file);
   } catch (e) {
     // Its code, errno, syscall and path come along (sandboxErrorFromSystem).
-    throw sandboxErrorFromSystem(`kern ${JSON.stringify(file)} cannot be opened; ${HOW_TO_GET_KERN}`, e);
+    throw sandboxErrorFromSystem(`kern ${JSON.stringify(file)} cannot be opened; ${HOW_TO_GET_KERN}`, e,
+      "ERR_SANDBOX_KERN_NOT_FOUND");
   }
   let problem;
   try {
@@ -104,7 +105,7 @@ function openKern(file) {
     problem = `kern ${JSON.stringify(file)} is a script; kern must be the kern binary itself`;
   if (problem) {
     binding.wsClose(fd);
-    throw new SandboxError(`${problem}; ${HOW_TO_GET_KERN}`);
+    throw sandboxError("ERR_SANDBOX_KERN_NOT_FOUND", `${problem}; ${HOW_TO_GET_KERN}`);
   }
   return fd;
 }

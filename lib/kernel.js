@@ -15,11 +15,13 @@
 //             loses only itself; rollback(n) goes back n states.
 const binding = require("./binding");
 const init = require("./init");
-const { SandboxError, escapeControl } = require("./errors");
+const { SandboxError, sandboxError, escapeControl } = require("./errors");
 const { AbortError, abortError, onAbort } = require("./abort");
 const { ExecutionResult, resultsOf } = require("./result");
 const { normalizeCallOptions, describe } = require("./options");
 const { newCancelKey } = require("./session");
+const { awaitHeld } = require("./hold");
+const { ASYNC_DISPOSE } = require("./dispose");
 
 // kern's backstop for a kernel's box, and so a kernel's longest life.
 const KERNEL_BACKSTOP_S = 24 * 3600;
@@ -38,19 +40,22 @@ const SIGKILL = 9;
 function kernelOptions(opts) {
   if (opts === undefined || opts === null) opts = {};
   if (typeof opts !== "object" || Array.isArray(opts))
-    throw new SandboxError(`kernel() options must be an object, got ${describe(opts)}`);
+    throw sandboxError("ERR_SANDBOX_INVALID_OPTION", `kernel() options must be an object, got ${describe(opts)}`);
   const isolation = opts.isolation ?? "shared";
   if (!Object.prototype.hasOwnProperty.call(MODES, isolation))
-    throw new SandboxError(`kernel() options.isolation must be "shared" or "fork", got ` +
+    throw sandboxError("ERR_SANDBOX_INVALID_OPTION", `kernel() options.isolation must be "shared" or "fork", got ` +
       `${describe(isolation)}`);
   const checkpoints = opts.checkpoints ?? DEFAULT_CHECKPOINTS;
   if (!Number.isInteger(checkpoints) || checkpoints < 0 || checkpoints > MAX_CHECKPOINTS)
-    throw new SandboxError(`kernel() options.checkpoints must be an integer from 0 to ` +
+    throw sandboxError("ERR_SANDBOX_INVALID_OPTION", `kernel() options.checkpoints must be an integer from 0 to ` +
       `${MAX_CHECKPOINTS}, got ${describe(checkpoints)}`);
   if (opts.checkpoints !== undefined && opts.checkpoints !== null && isolation !== "fork")
-    throw new SandboxError('kernel() options.checkpoints needs isolation: "fork"');
-  const signal = normalizeCallOptions({ signal: opts.signal }, "kernel()").signal;
-  return { isolation, checkpoints, signal };
+    throw sandboxError("ERR_SANDBOX_INVALID_OPTION", 'kernel() options.checkpoints needs isolation: "fork"');
+  // timeoutS: the default deadline of each cell (0.1.23's kernel({ timeoutS }));
+  // a cell's own timeoutS wins. Unset: the Sandbox's timeoutS, as it is at the call.
+  const { signal, timeoutS } = normalizeCallOptions({ signal: opts.signal, timeoutS: opts.timeoutS },
+    "kernel()");
+  return { isolation, checkpoints, signal, timeoutS };
 }
 
 /** What a wait status says: the exit code as kern reports one (the code, or
@@ -74,10 +79,12 @@ class Kernel {
   #inFlight = 0; // messages submitted and not settled: with none, this thread sends the next
   #up = false; // started: no start to wait for
   #barrier = null; // a rollback() or restart() under way: later cells wait for it
+  #timeoutS; // kernel({ timeoutS }): each cell's deadline unless the cell sets its own
 
   /** Made by Sandbox.kernel(); not constructed directly. */
-  constructor(host, { isolation, checkpoints }) {
+  constructor(host, { isolation, checkpoints, timeoutS }) {
     this.#host = host;
+    this.#timeoutS = timeoutS;
     /** "shared" or "fork". */
     this.isolation = isolation;
     /** Fork mode: the most states kept besides the current one. */
@@ -129,7 +136,7 @@ class Kernel {
       }
       await this.#stopBox();
       if (signal !== null && signal.aborted) throw abortError(signal);
-      if (!claimed) throw new SandboxError(`the kernel could not start: ${await this.#deathWords(raw)}`);
+      if (!claimed) throw sandboxError("ERR_SANDBOX_KERNEL_DEAD", `the kernel could not start: ${await this.#deathWords(raw)}`);
     }
   }
 
@@ -137,7 +144,7 @@ class Kernel {
   async #stopBox() {
     if (this.#key === 0) return;
     binding.cancelGroup(this.#key);
-    await this.#box;
+    await awaitHeld(this.#box); // the box's run holds nothing on the loop (lib/hold.js)
     binding.forgetGroup(this.#key);
     this.#key = 0;
   }
@@ -157,7 +164,8 @@ class Kernel {
   async #deathWords(raw) {
     let why = raw.how === "none" ? "its box is gone" : (raw.why ?? "its box ended");
     // The box's own end settles just after its cells: its stderr says more.
-    const box = await Promise.race([this.#box, new Promise((r) => setTimeout(r, 1000, null))]);
+    const box = await awaitHeld(Promise.race([this.#box,
+      new Promise((r) => setTimeout(r, 1000, null))]));
     if (box !== null && box !== undefined) {
       const tail = escapeControl(String(box.stderr).trim().split("\n").slice(-3).join(" | "))
         .slice(-300);
@@ -168,13 +176,17 @@ class Kernel {
     return why;
   }
 
+  #closedError() {
+    return sandboxError("ERR_SANDBOX_KERNEL_CLOSED", "the kernel is closed: open a new one with sbx.kernel()");
+  }
+
   /** Throws a SandboxError unless the kernel can take a message now;
    * checkSandbox: its Sandbox's being open too (the caller has not). */
   #usable(checkSandbox = true) {
-    if (this.#closed) throw new SandboxError("the kernel is closed: open a new one with sbx.kernel()");
+    if (this.#closed) throw this.#closedError();
     if (checkSandbox) this.#host.options({}); // throws if the Sandbox is closed
     if (this.#dead !== null)
-      throw new SandboxError(`the kernel died: ${this.#dead}; kernel.restart() gives a fresh ` +
+      throw sandboxError("ERR_SANDBOX_KERNEL_DEAD", `the kernel died: ${this.#dead}; kernel.restart() gives a fresh ` +
         "interpreter (its state is lost)");
   }
 
@@ -183,12 +195,13 @@ class Kernel {
    * signal, onStdout, onStderr (live chunks of this cell), results.
    */
   async runCode(code, opts) {
+    if (this.#closed) throw this.#closedError();
     const call = normalizeCallOptions(opts, "kernel.runCode()");
     if (call.env !== undefined)
-      throw new SandboxError("kernel.runCode() options.env cannot be set per cell: the kernel " +
+      throw sandboxError("ERR_SANDBOX_INVALID_OPTION", "kernel.runCode() options.env cannot be set per cell: the kernel " +
         "keeps the environment it started with (set os.environ in a cell)");
     if (typeof code !== "string")
-      throw new SandboxError(`code must be a string, got ${describe(code)}`);
+      throw sandboxError("ERR_SANDBOX_INVALID_ARG", `code must be a string, got ${describe(code)}`);
     const { signal } = call;
     if (signal !== null && signal.aborted) throw abortError(signal);
     // A rollback or restart called before this cell goes first.
@@ -196,7 +209,8 @@ class Kernel {
     if (!this.#up) await this.#starting?.catch(() => {});
     // The options as the Sandbox's fields say now (this throws once it is
     // closed), then whether the kernel can take a cell.
-    const o = this.#host.options(call);
+    const o = this.#host.options(call.timeoutS === undefined && this.#timeoutS !== undefined
+      ? { ...call, timeoutS: this.#timeoutS } : call);
     this.#usable(false);
     const cancelKey = signal !== null ? newCancelKey() : 0;
     const dispose = onAbort(signal, () => binding.cancelGroup(cancelKey));
@@ -220,7 +234,7 @@ class Kernel {
       const words = await this.#deathWords(raw);
       this.#dead = this.#dead ?? words;
       if (raw.cancelled && signal !== null) throw abortError(signal, raw);
-      if (!raw.timedOut) throw new SandboxError(`the kernel died: ${words}`);
+      if (!raw.timedOut) throw sandboxError("ERR_SANDBOX_KERNEL_DEAD", `the kernel died: ${words}`);
       // It ran past its deadline and ignored the interrupt: its result says
       // so; the calls after it are refused.
       return this.#result(raw, { exitCode: 128 + SIGKILL, fault: timeoutFault(o,
@@ -270,23 +284,23 @@ class Kernel {
    */
   async rollback(n = 1) {
     if (this.isolation !== "fork")
-      throw new SandboxError('rollback() needs a kernel with isolation: "fork"');
+      throw sandboxError("ERR_SANDBOX_NOT_SUPPORTED", 'rollback() needs a kernel with isolation: "fork"');
     if (!Number.isInteger(n) || n < 1)
-      throw new SandboxError(`rollback(n): n must be an integer of 1 or more, got ${describe(n)}`);
+      throw sandboxError("ERR_SANDBOX_INVALID_ARG", `rollback(n): n must be an integer of 1 or more, got ${describe(n)}`);
     if (this.#starting !== null) await this.#starting.catch(() => {});
     this.#usable();
     // Judged at its turn: the cells before it decide how many states exist.
     return this.#exclusive(async () => {
       this.#usable();
       if (n > this.#depth)
-        throw new SandboxError(`rollback(${n}): only ${this.#depth} checkpoint(s) are held ` +
+        throw sandboxError("ERR_SANDBOX_NO_CHECKPOINT", `rollback(${n}): only ${this.#depth} checkpoint(s) are held ` +
           `(the kernel keeps at most ${this.checkpoints}; a cell that crashed or timed out made none)`);
       const o = this.#host.options({});
       const raw = await this.#engine(this.#nextId++, "rollback", n, 0, null,
         ROLLBACK_TIMEOUT_MS, o.maxOutputBytes, null, null, 0);
       if (raw.how !== "ended") {
         this.#dead = this.#dead ?? await this.#deathWords(raw);
-        throw new SandboxError(`the kernel died: ${this.#dead}`);
+        throw sandboxError("ERR_SANDBOX_KERNEL_DEAD", `the kernel died: ${this.#dead}`);
       }
       this.#depth = raw.depth;
     });
@@ -311,7 +325,7 @@ class Kernel {
 
   /** A fresh interpreter with the same options; the old state is gone. */
   async restart() {
-    if (this.#closed) throw new SandboxError("the kernel is closed: open a new one with sbx.kernel()");
+    if (this.#closed) throw this.#closedError();
     this.#host.options({});
     // The box goes at once: the cells under way end with it. The barrier is
     // up from here, so a cell called meanwhile waits for the new one.
@@ -321,6 +335,11 @@ class Kernel {
       this.#dead = null;
       await this.start();
     });
+  }
+
+  /** `await using kernel = ...` closes the kernel. */
+  async [ASYNC_DISPOSE]() {
+    await this.close();
   }
 
   /** Ends the kernel and its box. Idempotent. */

@@ -3,7 +3,7 @@
 // Validation and defaults for Sandbox options. Everything kern would reject
 // (or, worse, misread) is refused here with a SandboxError naming the option,
 // before any process starts.
-const { SandboxError } = require("./errors");
+const { SandboxError, sandboxError } = require("./errors");
 const { validateMounts } = require("./mounts");
 const { canonicalCap } = require("./caps");
 
@@ -47,7 +47,7 @@ function describe(v) {
 }
 
 function fail(name, expected, value) {
-  throw new SandboxError(`options.${name} must be ${expected}, got ${describe(value)}`);
+  throw sandboxError("ERR_SANDBOX_INVALID_OPTION", `options.${name} must be ${expected}, got ${describe(value)}`);
 }
 
 function isWellFormed(s) {
@@ -88,7 +88,7 @@ function stringListOption(opts, name, re, what) {
     // A RegExp '$' in JS matches only at the very end, and the explicit
     // control-character check keeps "\n" or "\0" tricks out regardless.
     if (typeof item !== "string" || /[\u0000-\u001f\u007f]/.test(item) || !re.test(item))
-      throw new SandboxError(`options.${name}[${i}] is not a valid ${what}: ${describe(item)}`);
+      throw sandboxError("ERR_SANDBOX_INVALID_OPTION", `options.${name}[${i}] is not a valid ${what}: ${describe(item)}`);
     return item;
   });
 }
@@ -102,27 +102,27 @@ function envOption(opts, where = "options") {
   const v = opts.env;
   if (v === undefined || v === null) return {};
   if (typeof v !== "object" || Array.isArray(v))
-    throw new SandboxError(`${where}.env must be an object of strings, got ${describe(v)}`);
+    throw sandboxError("ERR_SANDBOX_INVALID_OPTION", `${where}.env must be an object of strings, got ${describe(v)}`);
   const out = {};
   for (const [key, raw] of Object.entries(v)) {
     let value = raw;
     if (typeof value === "number" || typeof value === "boolean" || typeof value === "bigint")
       value = String(value);
     if (typeof value !== "string")
-      throw new SandboxError(`${where}.env.${key} must be a string, got ${describe(raw)}`);
+      throw sandboxError("ERR_SANDBOX_INVALID_OPTION", `${where}.env.${key} must be a string, got ${describe(raw)}`);
     if (key === "" || key.includes("=") || /[\s\u0000\u0085]/.test(key) || key.startsWith("#") ||
         !isWellFormed(key))
-      throw new SandboxError(
+      throw sandboxError("ERR_SANDBOX_INVALID_OPTION", 
         `${where}.env has an invalid key ${describe(key)}: a key must be non-empty, and have no ` +
           "'=', whitespace, NUL or leading '#'");
     if (/[\n\r\u0000]/.test(value))
-      throw new SandboxError(`${where}.env.${key} must not contain a newline or NUL`);
+      throw sandboxError("ERR_SANDBOX_INVALID_OPTION", `${where}.env.${key} must not contain a newline or NUL`);
     if (VALUE_TRIMMED_BY_KERN.test(value))
-      throw new SandboxError(
+      throw sandboxError("ERR_SANDBOX_INVALID_OPTION", 
         `${where}.env.${key} ends with whitespace, which kern's env-file format would strip; ` +
           "remove it or encode the value");
     if (!isWellFormed(value))
-      throw new SandboxError(`${where}.env.${key} contains a lone UTF-16 surrogate`);
+      throw sandboxError("ERR_SANDBOX_INVALID_OPTION", `${where}.env.${key} contains a lone UTF-16 surrogate`);
     out[key] = value;
   }
   return out;
@@ -146,7 +146,7 @@ function capDropOption(opts) {
   v.forEach((item, i) => {
     const cap = canonicalCap(item);
     if (cap === null)
-      throw new SandboxError(`options.capDrop[${i}] is not a Linux capability name: ` +
+      throw sandboxError("ERR_SANDBOX_INVALID_OPTION", `options.capDrop[${i}] is not a Linux capability name: ` +
         `${describe(item)} (use names like "NET_RAW" or "CAP_NET_RAW", or "ALL")`);
     if (!out.includes(cap)) out.push(cap);
   });
@@ -184,7 +184,7 @@ function signalOption(opts, where) {
   if (v === undefined || v === null) return null;
   if (typeof v !== "object" || typeof v.aborted !== "boolean" ||
       typeof v.addEventListener !== "function" || typeof v.removeEventListener !== "function")
-    throw new SandboxError(`${where}.signal must be an AbortSignal, got ${describe(v)}`);
+    throw sandboxError("ERR_SANDBOX_INVALID_OPTION", `${where}.signal must be an AbortSignal, got ${describe(v)}`);
   return v;
 }
 
@@ -197,12 +197,12 @@ function signalOption(opts, where) {
 function normalizeCallOptions(opts, where) {
   if (opts === undefined || opts === null) opts = {};
   if (typeof opts !== "object" || Array.isArray(opts))
-    throw new SandboxError(`${where} options must be an object, got ${describe(opts)}`);
+    throw sandboxError("ERR_SANDBOX_INVALID_OPTION", `${where} options must be an object, got ${describe(opts)}`);
   const call = { signal: signalOption(opts, where) };
   if (opts.timeoutS !== undefined && opts.timeoutS !== null) {
     const v = opts.timeoutS;
     if (typeof v !== "number" || !Number.isFinite(v) || !(v > 0) || v > MAX_TIMEOUT_S)
-      throw new SandboxError(`${where} options.timeoutS must be a finite number above 0 and at ` +
+      throw sandboxError("ERR_SANDBOX_INVALID_OPTION", `${where} options.timeoutS must be a finite number above 0 and at ` +
         `most ${MAX_TIMEOUT_S} (seconds; fractions work), got ${describe(v)}`);
     call.timeoutS = v;
   }
@@ -211,13 +211,13 @@ function normalizeCallOptions(opts, where) {
     const v = opts[name];
     if (v === undefined) continue;
     if (v !== null && typeof v !== "function")
-      throw new SandboxError(`${where} options.${name} must be a function or null (no ` +
+      throw sandboxError("ERR_SANDBOX_INVALID_OPTION", `${where} options.${name} must be a function or null (no ` +
         `streaming for this call), got ${describe(v)}`);
     call[name] = v;
   }
   if (opts.results !== undefined && opts.results !== null) {
     if (typeof opts.results !== "boolean")
-      throw new SandboxError(`${where} options.results must be a boolean (false: no rich ` +
+      throw sandboxError("ERR_SANDBOX_INVALID_OPTION", `${where} options.results must be a boolean (false: no rich ` +
         `results, python3 -c exactly), got ${describe(opts.results)}`);
     call.results = opts.results;
   }
@@ -228,7 +228,7 @@ function normalizeCallOptions(opts, where) {
 function normalizeOptions(opts) {
   if (opts === undefined || opts === null) opts = {};
   if (typeof opts !== "object" || Array.isArray(opts))
-    throw new SandboxError(`Sandbox options must be an object, got ${describe(opts)}`);
+    throw sandboxError("ERR_SANDBOX_INVALID_OPTION", `Sandbox options must be an object, got ${describe(opts)}`);
 
   let image = opts.image ?? DEFAULTS.image;
   if (typeof image !== "string" || image.length > 512 || !IMAGE_RE.test(image))
@@ -274,7 +274,7 @@ function normalizeOptions(opts) {
     results: boolOption(opts, "results", true),
   };
   if (o.egressAllow.length > 0 && o.network)
-    throw new SandboxError(
+    throw sandboxError("ERR_SANDBOX_INVALID_OPTION", 
       "options.egressAllow and options.network: true cannot be combined: egressAllow keeps the " +
         "box on its own network with a domain allowlist, network: true gives it the host network");
   return o;

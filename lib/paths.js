@@ -3,7 +3,7 @@
 // Workspace-relative paths from the caller. The C layer resolves them beneath
 // the workspace descriptor and refuses symlinks anyway; this gives the clear
 // SandboxError for what is wrong in the string itself.
-const { SandboxError } = require("./errors");
+const { SandboxError, sandboxError } = require("./errors");
 const { isWellFormed, describe } = require("./options");
 
 const PATH_MAX = 4095;
@@ -17,12 +17,12 @@ const NAME_MAX = 255;
  * /workspace/workspace/x (A23 asks for a clear error). */
 function checkRelPath(rel, { allowRoot = false, what = "path" } = {}) {
   if (typeof rel !== "string")
-    throw new SandboxError(`${what} must be a string, got ${describe(rel)}`);
-  if (rel.includes("\0")) throw new SandboxError(`${what} must not contain a NUL byte`);
+    throw sandboxError("ERR_SANDBOX_INVALID_PATH", `${what} must be a string, got ${describe(rel)}`);
+  if (rel.includes("\0")) throw sandboxError("ERR_SANDBOX_INVALID_PATH", `${what} must not contain a NUL byte`);
   if (!isWellFormed(rel))
-    throw new SandboxError(`${what} ${describe(rel)} contains a lone UTF-16 surrogate`);
+    throw sandboxError("ERR_SANDBOX_INVALID_PATH", `${what} ${describe(rel)} contains a lone UTF-16 surrogate`);
   if (rel.startsWith("/"))
-    throw new SandboxError(`${what} must be relative to the workspace, got ${describe(rel)}: drop ` +
+    throw sandboxError("ERR_SANDBOX_INVALID_PATH", `${what} must be relative to the workspace, got ${describe(rel)}: drop ` +
       "the leading '/' (boxes see the workspace at /workspace)");
   const parts = rel.split("/");
   const kept = [];
@@ -30,21 +30,21 @@ function checkRelPath(rel, { allowRoot = false, what = "path" } = {}) {
     if (p === "" || p === ".") continue;
     if (p !== "..") kept.push(p);
     else if (kept.pop() === undefined)
-      throw new SandboxError(`path escapes the workspace: ${describe(rel)} ('..' above its top)`);
+      throw sandboxError("ERR_SANDBOX_INVALID_PATH", `path escapes the workspace: ${describe(rel)} ('..' above its top)`);
   }
   if (kept.length === 0 && !allowRoot)
-    throw new SandboxError(`${what} must name a file in the workspace, got ${describe(rel)}`);
+    throw sandboxError("ERR_SANDBOX_INVALID_PATH", `${what} must name a file in the workspace, got ${describe(rel)}`);
   const norm = kept.join("/");
   if (Buffer.byteLength(norm) > PATH_MAX)
-    throw new SandboxError(`${what} is longer than ${PATH_MAX} bytes`);
+    throw sandboxError("ERR_SANDBOX_INVALID_PATH", `${what} is longer than ${PATH_MAX} bytes`);
   for (const p of kept) {
     if (Buffer.byteLength(p) > NAME_MAX)
-      throw new SandboxError(`${what} has a component longer than ${NAME_MAX} bytes`);
+      throw sandboxError("ERR_SANDBOX_INVALID_PATH", `${what} has a component longer than ${NAME_MAX} bytes`);
   }
   // "x/", "x/." and "x/y/.." name the directory x, never a file x: folding
   // the last part away would write or read x itself.
   if (!allowRoot && (rel.endsWith("/") || [".", ".."].includes(parts[parts.length - 1])))
-    throw new SandboxError(`${what} names a directory (it ends in '/', '/.' or '/..'), not a file: ` +
+    throw sandboxError("ERR_SANDBOX_INVALID_PATH", `${what} names a directory (it ends in '/', '/.' or '/..'), not a file: ` +
       describe(rel));
   return norm;
 }

@@ -63,7 +63,9 @@ class Pool {
       this.timer = null;
       for (const b of [...this.ready]) this.#drop(b);
     }, this.idleMs);
-    this.timer.unref(); // an idle pool never keeps the process alive
+    // An idle pool never keeps the process alive. No promise waits on this
+    // timer (the rule: lib/hold.js): a drop is fire-and-forget.
+    this.timer.unref();
   }
 
   #drop(box) {

@@ -71,12 +71,19 @@ class Result {
   /** image/jpeg, decoded. */
   get jpeg() { return this.#binary("image/jpeg"); }
 
-  /** The short names of the formats present ("text", "html", "png", ...),
-   * then any other MIME type as it is. */
+  /** The MIME types present ("text/plain", "text/html", ...), as 0.1.23's
+   * formats(): the known ones in FORMATS' order, then any other. */
   formats() {
     const known = new Set(FORMATS.map(([, mime]) => mime));
-    return [...FORMATS.filter(([, mime]) => mime in this.data).map(([name]) => name),
+    return [...FORMATS.filter(([, mime]) => mime in this.data).map(([, mime]) => mime),
       ...Object.keys(this.data).filter((mime) => !known.has(mime))];
+  }
+
+  /** formats() by short name ("text", "html", "png", ...), a MIME type
+   * without one as it is. */
+  formatNames() {
+    const names = new Map(FORMATS.map(([name, mime]) => [mime, name]));
+    return this.formats().map((mime) => names.get(mime) ?? mime);
   }
 }
 

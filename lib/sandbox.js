@@ -7,6 +7,7 @@ const fs = require("fs");
 const os = require("os");
 const path = require("path");
 const crypto = require("crypto");
+const { ASYNC_DISPOSE } = require("./dispose");
 const binding = require("./binding");
 const { normalizeOptions, normalizeCallOptions, signalOption, describe } = require("./options");
 const { checkHostSource, within } = require("./mounts");
@@ -14,11 +15,11 @@ const { findKern, openKern, boxName, boxArgv, envFileContent, DEPS_DIR } = requi
 const { Session, newCancelKey } = require("./session");
 const bootcache = require("./bootcache");
 const { abortError, onAbort, raceAbort } = require("./abort");
-const { classify, exitCodeOf, limitsOf } = require("./faults");
+const { classify, exitCodeOf, limitsOf, startedByte } = require("./faults");
 const { warnUnenforced, NO_CAP_WARNING } = require("./warnings");
 const { ExecutionResult, resultsOf } = require("./result");
 const { unpackChanges } = require("./changes");
-const { SandboxError, MountRefused, escapeControl, sandboxErrorFromSystem } = require("./errors");
+const { SandboxError, MountRefused, sandboxError, escapeControl, sandboxErrorFromSystem } = require("./errors");
 const { checkRelPath } = require("./paths");
 const snapshots = require("./snapshot");
 const init = require("./init");
@@ -60,7 +61,7 @@ async function makeTempWorkspace() {
   }
   if (/[:\n\r,]/.test(ws)) {
     await fs.promises.rmdir(ws);
-    throw new SandboxError(
+    throw sandboxError("ERR_SANDBOX_INVALID_WORKSPACE", 
       `the temporary workspace ${JSON.stringify(ws)} contains ':' or ',', which kern's -v ` +
         "syntax cannot carry: point TMPDIR at a directory without them, or pass options.workspace");
   }
@@ -141,12 +142,12 @@ class Sandbox {
     } catch (e) {
       // The constructor accepted its options: a field set on the object since is at fault.
       if (!(e instanceof SandboxError)) throw e;
-      throw new SandboxError(e.message.replace(/^options\./, "sandbox."));
+      throw sandboxError(e.code, e.message.replace(/^options\./, "sandbox."));
     }
     const o = { ...this.#o };
     for (const k of names) o[k] = now[k];
     if (o.egressAllow.length > 0 && o.network)
-      throw new SandboxError("sandbox.network cannot be true on a Sandbox with egressAllow: " +
+      throw sandboxError("ERR_SANDBOX_INVALID_OPTION", "sandbox.network cannot be true on a Sandbox with egressAllow: " +
         "egressAllow keeps the box on its own network with a domain allowlist");
     return o;
   }
@@ -156,7 +157,7 @@ class Sandbox {
    * open() made; an open() that joined one already running stops waiting. */
   async open(opts) {
     if (opts !== undefined && opts !== null && (typeof opts !== "object" || Array.isArray(opts)))
-      throw new SandboxError(`open() options must be an object, got ${describe(opts)}`);
+      throw sandboxError("ERR_SANDBOX_INVALID_OPTION", `open() options must be an object, got ${describe(opts)}`);
     const signal = signalOption(opts ?? {}, "open()");
     if (signal !== null && signal.aborted) throw abortError(signal);
     if (this.#closingP !== null) await raceAbort(this.#closingP.catch(() => {}), signal);
@@ -193,7 +194,7 @@ class Sandbox {
               "write; mount a directory outside it");
       }
       if (within(this.#kern, ws))
-        throw new SandboxError(`the kern binary ${JSON.stringify(this.#kern)} lies inside the ` +
+        throw sandboxError("ERR_SANDBOX_INVALID_OPTION", `the kern binary ${JSON.stringify(this.#kern)} lies inside the ` +
           "workspace, where a box could replace it");
       held.kernFd = openKern(this.#kern);
       held.initDir = this.#engine === "init" ? init.initDir(os.tmpdir()) : null;
@@ -218,7 +219,7 @@ class Sandbox {
     // Made only when needed (an Error's stack costs ~30 us, every open()).
     let closed = null;
     const closedError = () =>
-      (closed ??= new SandboxError("the Sandbox was closed while open() was still running"));
+      (closed ??= sandboxError("ERR_SANDBOX_CLOSED", "the Sandbox was closed while open() was still running"));
     try {
       if (closedMeanwhile()) throw closedError();
       if (signal !== null && signal.aborted) throw abortError(signal);
@@ -239,6 +240,11 @@ class Sandbox {
 
   /** Kills the session's boxes and deletes the workspace if open() created
    * it. Idempotent; a close() during open() makes that open() fail. */
+  /** `await using sbx = ...` closes the Sandbox (an addition to 0.1.1). */
+  async [ASYNC_DISPOSE]() {
+    await this.close();
+  }
+
   async close() {
     if (this.#closingP === null) {
       this.#closingP = (async () => {
@@ -264,8 +270,8 @@ class Sandbox {
     const st = this.#s;
     if (st !== null && st.ready) return st;
     if (this.#closes > 0 && this.#opening === null)
-      throw new SandboxError("the Sandbox is closed: open() it again, or use a new one");
-    throw new SandboxError("open the Sandbox first: `await sandbox.open()` (or use withSandbox())");
+      throw sandboxError("ERR_SANDBOX_CLOSED", "the Sandbox is closed: open() it again, or use a new one");
+    throw sandboxError("ERR_SANDBOX_NOT_OPEN", "open the Sandbox first: `await sandbox.open()` (or use withSandbox())");
   }
 
   async #runSetup(st, cmd, signal) {
@@ -280,7 +286,7 @@ class Sandbox {
     if (!r.success) {
       const detail = escapeControl((r.stderr || r.stdout).trim().slice(0, 400));
       const why = r.fault ? `${r.fault.type}: ${escapeControl(r.fault.message)}` : `exit ${r.exitCode}`;
-      throw new SandboxError(`setup failed (${why}): ${detail}`);
+      throw sandboxError("ERR_SANDBOX_SETUP_FAILED", `setup failed (${why}): ${detail}`);
     }
   }
 
@@ -409,7 +415,7 @@ class Sandbox {
     cold = false } = {}) {
     for (const part of command) {
       if (typeof part !== "string" || part.includes("\0"))
-        throw new SandboxError("the command and code must be strings with no NUL byte");
+        throw sandboxError("ERR_SANDBOX_INVALID_ARG", "the command and code must be strings with no NUL byte");
     }
     const o = this.#callOptions(call);
     const { signal } = call;
@@ -428,7 +434,7 @@ class Sandbox {
       // is then forgotten once its calls settle, so refuse here (before a
       // claim's argv can reach its box).
       if (!st.live)
-        throw new SandboxError("the Sandbox was closed before this call's box could start");
+        throw sandboxError("ERR_SANDBOX_CLOSED", "the Sandbox was closed before this call's box could start");
       if (signal !== null && signal.aborted) throw abortError(signal);
       // The in-box init's terms: settle at its report when kern's cap byte
       // is known, and run in a prewarmed box started with these very options.
@@ -492,8 +498,8 @@ class Sandbox {
       } catch (e) {
         if (signal !== null && signal.aborted) throw abortError(signal);
         if (e.code === "ECANCELED")
-          throw new SandboxError("the Sandbox was closed before this call's box could start");
-        throw sandboxErrorFromSystem(`could not run kern (${this.#kern})`, e);
+          throw sandboxError("ERR_SANDBOX_CLOSED", "the Sandbox was closed before this call's box could start");
+        throw sandboxErrorFromSystem(`could not run kern (${this.#kern})`, e, "ERR_SANDBOX_KERN_NOT_FOUND");
       } finally {
         dispose();
         // Settled: no box of this key is pending or live any more.
@@ -510,7 +516,7 @@ class Sandbox {
         raw = parked;
       }
       if (terms !== null && o.memoryMb !== null && raw.startedCount >= 2 && !raw.settledEarly)
-        capBytes.set(terms.capKey, raw.started[1]); // a fact of this host and kern
+        capBytes.set(terms.capKey, startedByte(raw, 1)); // a fact of this host and kern
       // A prewarmed box that ended before it took the call (it died while
       // it waited) never ran it: the call runs cold instead.
       if (raw.prewarmed && !raw.taken && !(signal !== null && signal.aborted)) return null;
@@ -553,10 +559,10 @@ class Sandbox {
     const language = opts?.language ?? "python";
     const st = this.#session();
     if (typeof code !== "string")
-      throw new SandboxError(`code must be a string, got ${describe(code)}`);
+      throw sandboxError("ERR_SANDBOX_INVALID_ARG", `code must be a string, got ${describe(code)}`);
     const runner = Object.prototype.hasOwnProperty.call(RUNNERS, language) ? RUNNERS[language] : null;
     if (runner === null)
-      throw new SandboxError(
+      throw sandboxError("ERR_SANDBOX_INVALID_ARG", 
         `unsupported language ${describe(language)}: use "python", "bash" or "node"`);
     // Python under the init runs in the box's interpreter, whatever the
     // code's length: no file for it in the workspace.
@@ -566,7 +572,7 @@ class Sandbox {
         { call, kind: language === "python" ? "python" : "exec", code });
     }
     // Too long for argv: run it from a private file, removed afterwards.
-    if (code.includes("\0")) throw new SandboxError("code must not contain a NUL byte");
+    if (code.includes("\0")) throw sandboxError("ERR_SANDBOX_INVALID_ARG", "code must not contain a NUL byte");
     if (call.signal !== null && call.signal.aborted) throw abortError(call.signal);
     const cell = `.cell-${crypto.randomBytes(6).toString("hex")}.${runner.ext}`;
     await this.#writeFileIn(st, cell, code);
@@ -583,9 +589,9 @@ class Sandbox {
     const call = normalizeCallOptions(opts, "run()");
     const st = this.#session();
     if (typeof command === "string")
-      throw new SandboxError('run() takes an argv array, not a string: use run(["sh", "-c", "..."])');
+      throw sandboxError("ERR_SANDBOX_INVALID_ARG", 'run() takes an argv array, not a string: use run(["sh", "-c", "..."])');
     if (!Array.isArray(command) || command.length === 0)
-      throw new SandboxError("run() needs a non-empty array of strings");
+      throw sandboxError("ERR_SANDBOX_INVALID_ARG", "run() needs a non-empty array of strings");
     return this.#spawn(st, command, { call, kind: "exec" });
   }
 
@@ -653,19 +659,19 @@ class Sandbox {
     const st = this.#session();
     if (ko.signal !== null && ko.signal.aborted) throw abortError(ko.signal);
     if (st.initDir === null)
-      throw new SandboxError("kernel() needs the in-box init, which is not built here: " +
+      throw sandboxError("ERR_SANDBOX_NOT_SUPPORTED", "kernel() needs the in-box init, which is not built here: " +
         "reinstall the package (npm rebuild kern-sandbox)");
     const capKey = () => `${this.#kern}\0${this.enforceLimits}\0${this.image}`;
     const host = {
       startBox: (key, claim) => this.#startKernelBox(st, key, claim),
       startMinMs: this.#kernelStartMinMs,
       options: (call) => {
-        if (!st.live) throw new SandboxError("the Sandbox is closed, and its kernels with it");
+        if (!st.live) throw sandboxError("ERR_SANDBOX_CLOSED", "the Sandbox is closed, and its kernels with it");
         return this.#callOptions(call);
       },
       limits: () => {
         const cap = capBytes.get(capKey());
-        return cap === undefined ? null : limitsOf({ startedCount: 2, started: [1, cap] });
+        return cap === undefined ? null : limitsOf({ startedCount: 2, startedWord: 1 | (cap << 8) });
       },
       killedFault: () => (capBytes.get(capKey()) === 1
         ? { type: "killed", oom: true, message: "the cell was killed (SIGKILL) with the memory " +
@@ -805,11 +811,11 @@ function resultMax(o) {
 function readMaxOption(opts) {
   if (opts === undefined || opts === null) return READ_MAX;
   if (typeof opts !== "object" || Array.isArray(opts))
-    throw new SandboxError(`readFile() options must be an object, got ${describe(opts)}`);
+    throw sandboxError("ERR_SANDBOX_INVALID_OPTION", `readFile() options must be an object, got ${describe(opts)}`);
   const v = opts.maxBytes;
   if (v === undefined || v === null) return READ_MAX;
   if (typeof v !== "number" || !Number.isInteger(v) || v < 0 || v > READ_MAX)
-    throw new SandboxError(`readFile() options.maxBytes must be an integer from 0 to ${READ_MAX}, ` +
+    throw sandboxError("ERR_SANDBOX_INVALID_OPTION", `readFile() options.maxBytes must be an integer from 0 to ${READ_MAX}, ` +
       `got ${describe(v)}`);
   return v;
 }
@@ -830,7 +836,7 @@ async function withSandbox(opts, fn) {
     opts = {};
   }
   if (typeof fn !== "function")
-    throw new SandboxError("withSandbox needs a function: withSandbox([opts,] async (sbx) => ...)");
+    throw sandboxError("ERR_SANDBOX_INVALID_ARG", "withSandbox needs a function: withSandbox([opts,] async (sbx) => ...)");
   const sbx = new Sandbox(opts);
   await sbx.open();
   try {

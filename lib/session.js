@@ -10,7 +10,7 @@ const fs = require("fs");
 const binding = require("./binding");
 const bootcache = require("./bootcache");
 const { kernEnv } = require("./kern");
-const { SandboxError } = require("./errors");
+const { sandboxError } = require("./errors");
 
 // Each session is one group of boxes, killed together at close(); a call with
 // an AbortSignal gets a key of its own from the same numbers, which the
@@ -93,7 +93,7 @@ class Session {
    * starts once teardown has begun is refused: the workspace is going. */
   async withRoot(fn, { teardown = false } = {}) {
     if (!this.live && !teardown)
-      throw new SandboxError("the Sandbox was closed before this call could run");
+      throw sandboxError("ERR_SANDBOX_CLOSED", "the Sandbox was closed before this call could run");
     this.busy++;
     const p = (async () => fn(this.rootfd))();
     this.inflight.add(p);
@@ -136,11 +136,11 @@ class Session {
     binding.cancelGroup(this.group); // prewarmed boxes too
     if (this.pool !== null) this.pool.close();
     // Prewarmed boxes die with the group, and close() waits until their
-    // processes are gone, as for any box. Their ends reach JS without holding
-    // the event loop (an idle box must not keep a process alive), so a timer
-    // holds it meanwhile: otherwise the process could exit under this await.
+    // processes are gone, as for any box. Their runs hold nothing on the
+    // event loop (an idle box must not keep a process alive), so the loop
+    // is held until they have ended (lib/hold.js).
     for (const p of this.parked) dyingParked.add(p);
-    const hold = this.parked.size > 0 ? setInterval(() => {}, 1000) : null;
+    binding.holdLoop();
     try {
       // The boxes that ran code first: the calls' and the kernels'. A
       // prewarmed box that no call took ran none (its interpreter or init
@@ -171,7 +171,7 @@ class Session {
       }
       await parkedGone;
     } finally {
-      if (hold !== null) clearInterval(hold);
+      binding.releaseLoop();
     }
     // Every box of the group has ended, and no later one can be submitted
     // (the engine is only asked while `live`): the engine may stop checking

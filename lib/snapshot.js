@@ -5,19 +5,19 @@
 const fs = require("fs");
 const path = require("path");
 const binding = require("./binding");
-const { SandboxError, sandboxErrorFromSystem } = require("./errors");
+const { SandboxError, sandboxError, sandboxErrorFromSystem, withSystemFields } = require("./errors");
 const { within } = require("./mounts");
 
 function requireOptIn() {
   if (process.env.KERN_SANDBOX_SNAPSHOT !== "1")
-    throw new SandboxError(
+    throw sandboxError("ERR_SANDBOX_NOT_SUPPORTED", 
       "snapshot/restore is opt-in while its archive code is new: set KERN_SANDBOX_SNAPSHOT=1 " +
         "in the environment to enable it");
 }
 
 function checkHostPath(p, what) {
   if (typeof p !== "string" || p === "" || p.includes("\0"))
-    throw new SandboxError(`${what} must be a host path string, got ${JSON.stringify(p)}`);
+    throw sandboxError("ERR_SANDBOX_INVALID_ARG", `${what} must be a host path string, got ${JSON.stringify(p)}`);
 }
 
 function snapshot(rootfd, ws, dest) {
@@ -27,12 +27,13 @@ function snapshot(rootfd, ws, dest) {
   try {
     dir = fs.realpathSync(path.dirname(abs));
   } catch (e) {
-    throw sandboxErrorFromSystem(`snapshot dest directory ${JSON.stringify(path.dirname(abs))}`, e);
+    throw sandboxErrorFromSystem(`snapshot dest directory ${JSON.stringify(path.dirname(abs))}`, e,
+      "ERR_SANDBOX_SNAPSHOT_REFUSED");
   }
   // An archive inside the workspace would be readable and replaceable by
   // boxes, and would archive itself (A14).
   if (within(dir, ws))
-    throw new SandboxError(`snapshot dest ${JSON.stringify(dest)} lies inside the workspace; ` +
+    throw sandboxError("ERR_SANDBOX_INVALID_ARG", `snapshot dest ${JSON.stringify(dest)} lies inside the workspace; ` +
       "write it outside");
   try {
     binding.wsSnapshot(rootfd, dir, path.basename(abs));
@@ -45,21 +46,19 @@ function snapshot(rootfd, ws, dest) {
             "or 200,000 files)"
           : "its name contains '\\' or starts with a drive prefix like 'C:', which restore refuses";
       const fix = e.code === "EFBIG" ? "remove it or other files" : "rename or remove it";
-      const err = new SandboxError(
+      throw withSystemFields(new SandboxError(
         `snapshot refused, nothing written: workspace file ${JSON.stringify(e.path)}: ${why}; ${fix}`,
-        { cause: e });
-      for (const key of ["code", "errno", "syscall", "path"]) err[key] = e[key];
-      throw err;
+        { cause: e }), e, "ERR_SANDBOX_SNAPSHOT_REFUSED");
     }
     if (e instanceof SandboxError) throw e;
-    throw sandboxErrorFromSystem(`snapshot to ${JSON.stringify(dest)} failed`, e);
+    throw sandboxErrorFromSystem(`snapshot to ${JSON.stringify(dest)} failed`, e, "ERR_SANDBOX_SNAPSHOT_REFUSED");
   }
 }
 
 function restore(rootfd, src) {
   checkHostPath(src, "restore src");
   if (typeof binding.wsRestore !== "function")
-    throw new SandboxError("restore is not available in this build");
+    throw sandboxError("ERR_SANDBOX_NOT_SUPPORTED", "restore is not available in this build");
   try {
     binding.wsRestore(rootfd, src);
   } catch (e) {
@@ -70,12 +69,10 @@ function restore(rootfd, src) {
       const what = e.committing
         ? `restore from ${JSON.stringify(src)} failed (${e.code}): ${e.reason}${member}`
         : `unsafe or malformed snapshot, nothing restored: ${e.reason}${member}`;
-      const err = new SandboxError(what, { cause: e });
-      for (const key of ["code", "errno", "syscall", "path", "member"])
-        if (e[key] !== undefined) err[key] = e[key];
-      throw err;
+      throw withSystemFields(new SandboxError(what, { cause: e }), e, "ERR_SANDBOX_SNAPSHOT_REFUSED",
+        ["member"]);
     }
-    throw sandboxErrorFromSystem(`restore from ${JSON.stringify(src)} failed`, e);
+    throw sandboxErrorFromSystem(`restore from ${JSON.stringify(src)} failed`, e, "ERR_SANDBOX_SNAPSHOT_REFUSED");
   }
 }
 

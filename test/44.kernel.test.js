@@ -122,6 +122,38 @@ describe("code interpreter: the kernel (issue 14)", function () {
       });
     });
 
+    it("kernel({ timeoutS }) is each cell's deadline (0.1.23); a cell's own timeoutS wins; " +
+      "the state is kept, in both isolations (issue 31)", async function () {
+      for (const isolation of ["shared", "fork"]) {
+        await withKernel({ timeoutS: 1, isolation }, async (k) => {
+          await k.runCode("state = [1, 2, 3]");
+          const t0 = Date.now();
+          const r = await k.runCode("while True: pass");
+          const took = Date.now() - t0;
+          assert.strictEqual(r.fault?.type, "timeout", `${isolation}: ${JSON.stringify(r.fault)}`);
+          assert.match(r.fault.message, /its 1s limit/);
+          assert.ok(took < h.jsBound(2500), `${isolation}: took ${took} ms`);
+          assert.ok(took >= 950, `${isolation}: ended after ${took} ms, before its deadline`);
+          assert.deepStrictEqual((await k.runCode("sum(state)")).results.map((x) => x.text), ["6"]);
+          // The cell's own deadline wins: 1.5 s of sleep under timeoutS 5.
+          const own = await k.runCode("import time\ntime.sleep(1.5)\nprint('slept')", { timeoutS: 5 });
+          assert.strictEqual(own.fault, null, `${isolation}: ${JSON.stringify(own.fault)}`);
+          assert.strictEqual(own.stdout, "slept\n");
+        }, { timeoutS: 30 });
+      }
+    });
+
+    it("kernel({ timeoutS }) is checked as a call's timeoutS is", async function () {
+      const s = await new Sandbox({ prewarm: 0 }).open();
+      try {
+        for (const bad of [0, -1, "1", NaN, Infinity])
+          await assert.rejects(s.kernel({ timeoutS: bad }), (e) => e instanceof SandboxError &&
+            /kernel\(\) options\.timeoutS must be a finite number above 0/.test(e.message));
+      } finally {
+        await s.close();
+      }
+    });
+
     it("E8: a cell that ignores the interrupt is killed 1 s later with the kernel; later calls " +
       "reject with a SandboxError that says why; restart() gives a fresh interpreter",
     async function () {

@@ -122,9 +122,12 @@ describe("code interpreter: rich results of one-shot calls (issue 14)", function
     ].join("\n"));
     assert.strictEqual(r.stderr, "");
     const [broken, rich] = r.results;
-    assert.deepStrictEqual(broken.formats(), ["text"]);
+    assert.deepStrictEqual(broken.formats(), ["text/plain"]);
     assert.match(broken.text, /^<__main__\.Broken object at 0x[0-9a-f]+>$/);
-    assert.deepStrictEqual(rich.formats(), ["text", "html", "markdown", "svg", "png", "jpeg", "latex", "json"]);
+    assert.deepStrictEqual(rich.formats(), ["text/plain", "text/html", "text/markdown",
+      "image/svg+xml", "image/png", "image/jpeg", "text/latex", "application/json"]);
+    assert.deepStrictEqual(rich.formatNames(), ["text", "html", "markdown", "svg", "png", "jpeg",
+      "latex", "json"]);
     assert.strictEqual(rich.text, "Rich()");
     assert.strictEqual(rich.html, "<i>r</i>");
     assert.strictEqual(rich.markdown, "*r*");

@@ -73,9 +73,9 @@ function mismatches(results, ops, res) {
       return;
     }
     if (o.expect === "SandboxError") {
-      if (r.name !== "SandboxError" || r.code !== undefined || r.errno !== undefined ||
+      if (r.name !== "SandboxError" || r.code !== "ERR_SANDBOX_INVALID_PATH" || r.errno !== undefined ||
           r.syscall !== undefined)
-        bad.push(`${where}: want a plain SandboxError, got ${r.name} ${r.code}/${r.syscall}`);
+        bad.push(`${where}: want a path-string SandboxError (ERR_SANDBOX_INVALID_PATH, no errno), got ${r.name} ${r.code}/${r.syscall}`);
       else if (o.msg && !o.msg.test(r.message))
         bad.push(`${where}: message ${JSON.stringify(r.message)} does not match ${o.msg}`);
       return;
@@ -313,7 +313,7 @@ describe("workspace I/O against a hostile workspace", function () {
       const label = `${dotOps[i].op}(${dotOps[i].path})`;
       assert.ok(!r.ok, `${label} must be refused`);
       assert.strictEqual(r.name, "SandboxError", label);
-      assert.ok(r.code === undefined || r.code === "ELOOP" || r.code === "EISDIR",
+      assert.ok(r.code === "ERR_SANDBOX_INVALID_PATH" || r.code === "ELOOP" || r.code === "EISDIR",
         `${label}: ${r.code}/${r.syscall}`);
       assert.deepStrictEqual(outcome(there[i]), outcome(r), `${label}: same in both modes`);
     });
@@ -567,7 +567,7 @@ describe("workspace I/O against a hostile workspace", function () {
       await assert.rejects(call, (e) => {
         assert.ok(e instanceof SandboxError);
         // A path-string refusal, or the native EISDIR/ENOTDIR: never success.
-        assert.ok(e.code === undefined || e.code === "EISDIR" || e.code === "ENOTDIR",
+        assert.ok(e.code === "ERR_SANDBOX_INVALID_PATH" || e.code === "EISDIR" || e.code === "ENOTDIR",
           `${op}(${p}): ${e.code}`);
         return true;
       }, `${op}(${JSON.stringify(p)}) must be refused`);

@@ -2,6 +2,7 @@
 // (build/Release/kern_sandbox.node). Not part of the public API.
 
 /** What one box did, as the engine saw it. */
+/** Its fields are those of csrc/napi/raw-result.h (RAW_RESULT_FIELDS; test/16 checks them). */
 export interface RawRunResult {
   /** kern's exit code, or null if it died of a signal or the status was lost. */
   exitCode: number | null;
@@ -13,8 +14,9 @@ export interface RawRunResult {
   timedOut: boolean;
   /** The box's session was closed (cancelGroup) and the engine killed it. */
   cancelled: boolean;
-  /** The first bytes (at most 4) kern wrote on KERN_STARTED_FD. */
-  started: number[];
+  /** The first bytes (at most 4) kern wrote on KERN_STARTED_FD, the first in the low byte
+   * (lib/faults.js, startedByte). */
+  startedWord: number;
   /** How many bytes kern wrote there in all. */
   startedCount: number;
   /** Captured output decoded as UTF-8 (ASCII output is an external string over the capture). */
@@ -23,8 +25,6 @@ export interface RawRunResult {
   /** Bytes read past maxOutputBytes and dropped. */
   stdoutDiscarded: number;
   stderrDiscarded: number;
-  /** onStdout/onStderr chunks dropped because the callback fell behind. */
-  droppedChunks: number;
   /** Spawn to kern's exit, in milliseconds. */
   durationMs: number;
   /** kern's rusage from waitid: kern and the box processes it reaped. */
@@ -34,11 +34,8 @@ export interface RawRunResult {
   maxRssKb: number;
   /** Files created/modified (lib/changes.js unpacks them), 0 if none, or null if the workspace could not be scanned. */
   files: PackedChanges | 0 | null;
-  /** -errno of a failed scan, or 0. */
-  scanErrno: number;
-  /** The in-box init's report (csrc/init/protocol.h): 1 exited / 2 signaled, and its value; null without one. */
+  /** The in-box init's report (csrc/init/protocol.h): 1 exited / 2 signaled; null without one. */
   reportEnd: number | null;
-  reportValue: number | null;
   /** Settled at the init's report; kern's teardown went on off the call's path. */
   settledEarly: boolean;
   /** Ran in a box started ahead (a claim that found it). */
@@ -178,6 +175,10 @@ export function kernelCell(
 
 /** Recycles a parked prewarm box (if it is still parked). */
 export function dropParked(parkKey: number): void;
+/** Holds / releases the event loop while JS waits for the end of a box whose
+ * run holds nothing (a parked or kernel box it killed): lib/hold.js. */
+export function holdLoop(): void;
+export function releaseLoop(): void;
 /** Writes the SPEC frame of a claim's argv to a parked box's channel
  * (InitTerms.channelFd) without blocking, then closes that descriptor: the
  * bytes of the frame left unsent (0: all went; all of it when this is not
@@ -197,7 +198,10 @@ export function spareFds(): number[];
 
 /** Test switches from process.env (KERN_SANDBOX_FORCE_FALLBACK, KERN_SANDBOX_TRACKER), read
  * by lib/binding.js: the addon itself never calls getenv(). */
-export function configure(forceFallback: string, tracker: string): void;
+export function configure(forceFallback: string, tracker: string,
+  makeRawResult: (...fields: unknown[]) => RawRunResult): void;
+/** The names of RawRunResult's fields, in the order makeRawResult takes them. */
+export const RAW_RESULT_FIELDS: readonly (keyof RawRunResult)[];
 /** Kills every box of a session's group or with that cancel key, now and any that would still start. */
 export function cancelGroup(group: number): void;
 /** Drops a closed session's group once all its calls have settled. */

@@ -9,8 +9,9 @@
 //     never opened) are THROWN as `SandboxError` (or its subclass `MountRefused`);
 //   * things the sandbox did to the workload (deadline hit, seccomp block, OOM kill, box failed
 //     to start) are RETURNED as data in `ExecutionResult.fault` and never thrown.
-// Host filesystem failures in the workspace helpers surface as ordinary Node system errors
-// (an `Error` carrying `code`, `errno`, `syscall` and `path`, e.g. `code === "ENOENT"`).
+// Host filesystem failures in the workspace helpers are thrown as `SandboxError`, as 0.1.1 threw
+// them, carrying Node's system-error fields `code`, `errno`, `syscall` and `path` (e.g.
+// `code === "ENOENT"`), so they can be told apart as an fs error would be.
 
 /**
  * The category of a sandbox-level event recorded in {@link ExecutionResult.fault}.
@@ -174,10 +175,16 @@ export class Result {
   /** `image/jpeg`, decoded (from `_repr_jpeg_`). */
   readonly jpeg: Buffer | null;
   /**
-   * The formats present, by short name (`"text"`, `"html"`, `"markdown"`, `"svg"`, `"png"`,
-   * `"jpeg"`, `"latex"`, `"json"`), then any other MIME type as it is.
+   * The MIME types present, as in 0.1.23: `"text/plain"`, `"text/html"`, `"text/markdown"`,
+   * `"image/svg+xml"`, `"image/png"`, `"image/jpeg"`, `"text/latex"`, `"application/json"` in
+   * that order, then any other MIME type.
    */
   formats(): string[];
+  /**
+   * {@link formats} by short name (`"text"`, `"html"`, `"markdown"`, `"svg"`, `"png"`, `"jpeg"`,
+   * `"latex"`, `"json"`); a MIME type without one as it is.
+   */
+  formatNames(): string[];
 }
 
 /**
@@ -218,7 +225,55 @@ export class AbortError extends Error {
  * opting in, a failing `setup` command, or the `kern` binary not being found (looked up via
  * `$KERN_BIN`, then `PATH`). `name` is `"SandboxError"`.
  */
-export class SandboxError extends Error {}
+export class SandboxError extends Error {
+  /**
+   * Addition to 0.1.1: what went wrong, stable across releases: one of {@link SandboxErrorCode},
+   * or, when a host system call failed (workspace I/O, snapshot, restore, opening `kern` or the
+   * workspace), that system error's code (`"ENOENT"`, `"EACCES"`, `"ELOOP"`, `"EFBIG"`, ...),
+   * with its `errno`, `syscall` and `path` beside it. Set on every error the package throws.
+   */
+  code?: SandboxErrorCode | (string & {});
+  /** Addition to 0.1.1: with a system error's `code`, its number (negative, as Node's). */
+  errno?: number;
+  /** Addition to 0.1.1: with a system error's `code`, the call that failed. */
+  syscall?: string;
+  /** Addition to 0.1.1: with a system error's `code`, the path it concerned, if any. */
+  path?: string;
+}
+
+/**
+ * Addition to 0.1.1: the package's own {@link SandboxError} codes (README, "Errors").
+ * - `ERR_SANDBOX_INVALID_OPTION`: an option (of a Sandbox, a call, a kernel, readFile) has a bad type or value
+ * - `ERR_SANDBOX_INVALID_ARG`: an argument is not what the method takes (code not a string, an argv that is no array of strings, a NUL byte, a bad count)
+ * - `ERR_SANDBOX_INVALID_PATH`: a workspace path is refused: absolute, leaving the workspace, too long, a directory
+ * - `ERR_SANDBOX_INVALID_WORKSPACE`: the workspace directory cannot be used as one
+ * - `ERR_SANDBOX_MOUNT_REFUSED`: a mount (or a workspace) was judged unsafe (MountRefused)
+ * - `ERR_SANDBOX_KERN_NOT_FOUND`: no usable kern binary: not on PATH, or KERN_BIN is not an executable file
+ * - `ERR_SANDBOX_NOT_OPEN`: the Sandbox was never opened
+ * - `ERR_SANDBOX_CLOSED`: the Sandbox is closed (or was closed while the call waited)
+ * - `ERR_SANDBOX_SETUP_FAILED`: the Sandbox's setup command failed
+ * - `ERR_SANDBOX_KERNEL_CLOSED`: the kernel is closed
+ * - `ERR_SANDBOX_KERNEL_DEAD`: the kernel could not start, or died (restart() gives a fresh one)
+ * - `ERR_SANDBOX_NO_CHECKPOINT`: rollback(n) asks for more states than the kernel holds
+ * - `ERR_SANDBOX_NOT_SUPPORTED`: not available here: snapshot without its opt-in, rollback on a shared kernel, kernel() without the in-box init
+ * - `ERR_SANDBOX_SNAPSHOT_REFUSED`: a snapshot or an archive to restore was refused (when no system code says why)
+ */
+export type SandboxErrorCode =
+  | "ERR_SANDBOX_INVALID_OPTION"
+  | "ERR_SANDBOX_INVALID_ARG"
+  | "ERR_SANDBOX_INVALID_PATH"
+  | "ERR_SANDBOX_INVALID_WORKSPACE"
+  | "ERR_SANDBOX_MOUNT_REFUSED"
+  | "ERR_SANDBOX_KERN_NOT_FOUND"
+  | "ERR_SANDBOX_NOT_OPEN"
+  | "ERR_SANDBOX_CLOSED"
+  | "ERR_SANDBOX_SETUP_FAILED"
+  | "ERR_SANDBOX_KERNEL_CLOSED"
+  | "ERR_SANDBOX_KERNEL_DEAD"
+  | "ERR_SANDBOX_NO_CHECKPOINT"
+  | "ERR_SANDBOX_NOT_SUPPORTED"
+  | "ERR_SANDBOX_SNAPSHOT_REFUSED";
+
 /**
  * Thrown (a {@link SandboxError} subclass) when a requested bind mount or workspace is judged
  * unsafe: a sensitive host source such as `/`, `/etc`, `/root`, `/proc`, `/sys`, `/dev`, the
@@ -442,6 +497,12 @@ export interface KernelOptions {
   checkpoints?: number;
   /** Aborting stops the kernel's start; `kernel()` rejects with an {@link AbortError}. */
   signal?: AbortSignal | null;
+  /**
+   * Each cell's deadline in seconds, as in 0.1.23 (defaults to the Sandbox's `timeoutS` at each
+   * call). A cell's own `timeoutS` ({@link KernelRunOptions}) wins for that cell. Past it a cell
+   * gets a `timeout` fault: interrupted (`"shared"`) or killed (`"fork"`), the kernel's state kept.
+   */
+  timeoutS?: number | null;
 }
 
 /**
@@ -486,6 +547,8 @@ export class Kernel {
   restart(): Promise<void>;
   /** Ends the kernel and its box. Safe to call several times. */
   close(): Promise<void>;
+  /** Addition to 0.1.1: `close()`, so that `await using kernel = await sbx.kernel()` closes it. */
+  [Symbol.asyncDispose](): Promise<void>;
 }
 
 /** Addition to 0.1.1: the options of `open()`. */
@@ -527,8 +590,8 @@ export class Sandbox {
    * Prepares the session: creates the temporary workspace (or checks and creates the one given),
    * then runs `setup` if configured. Resolves to the sandbox itself; calling it again on an open
    * session does nothing. Rejects with {@link MountRefused} for an unsafe `workspace`, with
-   * {@link SandboxError} if `setup` fails, and with a Node system error (`code`, `errno`,
-   * `syscall`, `path`) if the directory cannot be created.
+   * {@link SandboxError} if `setup` fails, and with a {@link SandboxError} carrying a system error's `code`, `errno`,
+   * `syscall` and `path` if the directory cannot be created.
    */
   open(): Promise<this>;
   /** Addition to 0.1.1: `open()` with an abort signal (see {@link OpenOptions}). */
@@ -538,6 +601,8 @@ export class Sandbox {
    * `workspace` is kept). Safe to call several times; cleanup is best-effort and does not reject.
    */
   close(): Promise<void>;
+  /** Addition to 0.1.1: `close()`, so that `await using sbx = await new Sandbox().open()` closes it. */
+  [Symbol.asyncDispose](): Promise<void>;
   /**
    * Executes `code` with the chosen interpreter (`language`, default `"python"`) in a fresh box
    * with the session's network setting (off by default). Sandbox interventions are returned in
@@ -562,7 +627,7 @@ export class Sandbox {
    * missing parent directories; an existing file is replaced. The path is resolved strictly
    * beneath the workspace (openat2), and no symbolic link is followed in any component, so a link
    * planted by the box cannot divert the write. Rejects with {@link SandboxError} if the session
-   * is not open or the path leaves the workspace, and with a Node system error (`code`, `errno`,
+   * is not open or the path leaves the workspace, and with a `SandboxError` with a system error's fields (`code`, `errno`,
    * `syscall`, `path`; e.g. `ELOOP` for a symlink, `EISDIR`) when the host operation fails.
    */
   writeFile(path: string, data: Buffer | string): Promise<void>;
@@ -570,7 +635,7 @@ export class Sandbox {
    * Returns the bytes of the workspace file at `path` (relative to the workspace). Resolution is
    * the same as for `writeFile()`: confined to the workspace, with symbolic links refused in
    * every component. Rejects with {@link SandboxError} if the session is not open or the path
-   * leaves the workspace, and with a Node system error (`code`, `errno`, `syscall`, `path`; e.g.
+   * leaves the workspace, and with a `SandboxError` with a system error's fields (`code`, `errno`, `syscall`, `path`; e.g.
    * `ENOENT` for a missing file, `ELOOP` for a symlink) when the host operation fails.
    */
   readFile(path: string): Promise<Buffer>;
@@ -585,7 +650,7 @@ export class Sandbox {
    * Disabled unless the environment variable `KERN_SANDBOX_SNAPSHOT` is `"1"`. Throws
    * {@link SandboxError} when not enabled, when the session is not open, when a path is too
    * long for USTAR, or (`code` `EFBIG`) when the archive would hold more than `restore()` accepts
-   * (1 GiB of uncompressed tar, or 200,000 files); throws a Node system error (`code`, `errno`, `syscall`, `path`) if `dest`
+   * (1 GiB of uncompressed tar, or 200,000 files); throws a `SandboxError` with a system error's fields (`code`, `errno`, `syscall`, `path`) if `dest`
    * cannot be written.
    */
   snapshot(dest: string): void;
@@ -598,7 +663,7 @@ export class Sandbox {
    *
    * Disabled unless the environment variable `KERN_SANDBOX_SNAPSHOT` is `"1"`. Throws
    * {@link SandboxError} when not enabled, when the session is not open, or when the archive is
-   * unsafe or malformed; throws a Node system error (`code`, `errno`, `syscall`, `path`) if `src`
+   * unsafe or malformed; throws a `SandboxError` with a system error's fields (`code`, `errno`, `syscall`, `path`) if `src`
    * cannot be read or the workspace cannot be written.
    */
   restore(src: string): void;

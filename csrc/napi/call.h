@@ -27,8 +27,9 @@ struct ks_napi_call {
   napi_ref cb[2];
   _Atomic size_t queued_bytes;
   _Atomic uint64_t dropped_chunks;
-  /* A prewarm box's run: not counted in runs_in_flight, so an idle box
-   * never keeps the process alive. */
+  /* A prewarm or kernel box's run: it holds no loop_holds, so an idle box
+   * never keeps the process alive; JS holds the loop while it waits for
+   * such a box's end (holdLoop). */
   bool parked;
   /* Non-ASCII output decoded before the JS thread sees it. */
   struct ks_text text[2];
@@ -61,8 +62,11 @@ struct ks_napi_call *ks_napi_call_new(napi_env env, struct ks_addon *addon,
 void ks_napi_call_free(napi_env env, struct ks_napi_call *call);
 /* JS thread: the supervisor, started on first use. */
 int ks_napi_ensure_supervisor(napi_env env, struct ks_addon *addon, struct ks_err *err);
-/* JS thread: a call was submitted / has settled (the TSFN's reference). */
+/* JS thread: a call was submitted (the TSFN's reference, held until it settles). */
 void ks_napi_call_begun(napi_env env, struct ks_napi_call *call);
+/* JS thread: one more / one fewer reason to keep the event loop alive. */
+void ks_napi_loop_hold(napi_env env, struct ks_addon *addon);
+void ks_napi_loop_release(napi_env env, struct ks_addon *addon);
 
 /* Supervisor thread: a chunk for the call's callback. */
 void ks_napi_queue_chunk(struct ks_napi_call *call, enum ks_stream s, const char *data,

@@ -20,6 +20,7 @@
 #include "../core/box/text.h"
 #include "addon.h"
 #include "call.h"
+#include "raw-result.h"
 
 void ks_napi_call_free(napi_env env, struct ks_napi_call *run) {
   /* With env NULL the environment is gone, and its references with it. */
@@ -244,24 +245,51 @@ napi_value ks_napi_results_value(napi_env env, const struct ks_results *r) {
   return arr;
 }
 
-#define ks__number ks_napi_number
-#define ks__bool ks_napi_bool
-#define ks__null ks_napi_null
+/* The values of the raw result's fields (raw-result.h). */
+static napi_value ks__exit_code(napi_env env, const struct ks_box_result *res) {
+  return res->status_known && WIFEXITED(res->wait_status)
+             ? ks_napi_number(env, WEXITSTATUS(res->wait_status))
+             : ks_napi_null(env);
+}
 
-/* The raw outcome, as types/binding.d.ts describes it: made by the JS
- * function lib/binding.js gave configure() (makeRawResult), from its
- * fields in that function's order. One call into JS with 27 values costs a
- * prewarmed call ~20 us where 26 named properties and a Buffer set from here
- * cost ~90 us on a cold cache (each name is made and looked up anew). */
-enum {
-  KS__RAW_EXIT_CODE, KS__RAW_SIGNAL, KS__RAW_STATUS_KNOWN, KS__RAW_TIMED_OUT, KS__RAW_CANCELLED,
-  KS__RAW_STARTED_WORD, KS__RAW_STARTED_COUNT, KS__RAW_STDOUT_DISCARDED,
-  KS__RAW_STDERR_DISCARDED, KS__RAW_DROPPED_CHUNKS, KS__RAW_DURATION_MS, KS__RAW_SCAN_ERRNO,
-  KS__RAW_USER_CPU_MS, KS__RAW_SYSTEM_CPU_MS, KS__RAW_MAX_RSS_KB, KS__RAW_REPORT_END,
-  KS__RAW_REPORT_VALUE, KS__RAW_SETTLED_EARLY, KS__RAW_PREWARMED, KS__RAW_CLAIMED, KS__RAW_TAKEN,
-  KS__RAW_MISSED, KS__RAW_RESULTS, KS__RAW_RESULTS_DROPPED, KS__RAW_FILES, KS__RAW_STDOUT,
-  KS__RAW_STDERR, KS__RAW_FIELDS
-};
+static napi_value ks__term_signal(napi_env env, const struct ks_box_result *res) {
+  return res->status_known && WIFSIGNALED(res->wait_status)
+             ? ks_napi_number(env, WTERMSIG(res->wait_status))
+             : ks_napi_null(env);
+}
+
+/* The first (at most 4) bytes kern wrote on KERN_STARTED_FD, the first in
+ * the low byte (lib/faults.js, startedByte). */
+static uint32_t ks__started_word(const struct ks_box_result *res) {
+  size_t nkeep = res->nstarted < sizeof res->started ? res->nstarted : sizeof res->started;
+  uint32_t word = 0;
+  for (size_t i = 0; i < nkeep && i < 4; i++)
+    word |= (uint32_t) res->started[i] << (8 * i);
+  return word;
+}
+
+static double ks__ms(const struct timeval *tv) {
+  return tv->tv_sec * 1e3 + tv->tv_usec / 1e3;
+}
+
+/* Nothing changed, the common case: 0, not an empty packed list (its two
+ * typed arrays and four named properties would cost a call's path). null:
+ * no scan, or it failed. */
+static napi_value ks__files_value(napi_env env, struct ks_box *box, const struct ks_box_result *res) {
+  if (!ks_box_request_scans(box) || res->scan_errnum != 0)
+    return ks_napi_null(env);
+  if (res->nchanges == 0)
+    return ks_napi_number(env, 0);
+  return ks_napi_changes_value(env, res->changes, res->nchanges);
+}
+
+/* The raw outcome, made by the JS function lib/binding.js gave configure()
+ * (makeRawResult) from the fields of raw-result.h in its order: one call
+ * into JS and an object literal of a fixed shape, far cheaper on a call's
+ * path than named properties set from here. */
+#define KS__RAW_INDEX(name, value) KS__RAW_##name,
+enum { KS_RAW_RESULT_FIELDS(KS__RAW_INDEX) KS__RAW_FIELDS };
+#undef KS__RAW_INDEX
 
 static napi_value ks__result_object(napi_env env, struct ks_napi_call *run, struct ks_box *box) {
   struct ks_box_result *res = ks_box_result(box);
@@ -269,63 +297,38 @@ static napi_value ks__result_object(napi_env env, struct ks_napi_call *run, stru
   napi_value maker;
   napi_value undefined;
   napi_value obj;
-  size_t nkeep = res->nstarted < sizeof res->started ? res->nstarted : sizeof res->started;
-  uint32_t word = 0;
 
   if (run->addon->make_raw == NULL ||
       napi_get_reference_value(env, run->addon->make_raw, &maker) != napi_ok || maker == NULL ||
       napi_get_undefined(env, &undefined) != napi_ok)
     return NULL;
-  for (size_t i = 0; i < nkeep; i++)
-    word |= (uint32_t) res->started[i] << (8 * i);
-  v[KS__RAW_EXIT_CODE] = v[KS__RAW_SIGNAL] = ks__null(env);
-  if (res->status_known && WIFEXITED(res->wait_status))
-    v[KS__RAW_EXIT_CODE] = ks__number(env, WEXITSTATUS(res->wait_status));
-  else if (res->status_known && WIFSIGNALED(res->wait_status))
-    v[KS__RAW_SIGNAL] = ks__number(env, WTERMSIG(res->wait_status));
-  v[KS__RAW_STATUS_KNOWN] = ks__bool(env, res->status_known);
-  v[KS__RAW_TIMED_OUT] = ks__bool(env, res->timed_out);
-  v[KS__RAW_CANCELLED] = ks__bool(env, res->cancelled);
-  v[KS__RAW_STARTED_WORD] = ks__number(env, (double) word);
-  v[KS__RAW_STARTED_COUNT] = ks__number(env, (double) res->nstarted);
-  v[KS__RAW_STDOUT_DISCARDED] = ks__number(env, (double) res->out[KS_STDOUT].discarded);
-  v[KS__RAW_STDERR_DISCARDED] = ks__number(env, (double) res->out[KS_STDERR].discarded);
-  v[KS__RAW_DROPPED_CHUNKS] = ks__number(env, (double) atomic_load(&run->dropped_chunks));
-  v[KS__RAW_DURATION_MS] = ks__number(env, (double) res->duration_ns / 1e6);
-  v[KS__RAW_SCAN_ERRNO] = ks__number(env, -(double) res->scan_errnum);
-  v[KS__RAW_USER_CPU_MS] =
-      ks__number(env, res->usage.ru_utime.tv_sec * 1e3 + res->usage.ru_utime.tv_usec / 1e3);
-  v[KS__RAW_SYSTEM_CPU_MS] =
-      ks__number(env, res->usage.ru_stime.tv_sec * 1e3 + res->usage.ru_stime.tv_usec / 1e3);
-  v[KS__RAW_MAX_RSS_KB] = ks__number(env, (double) res->usage.ru_maxrss);
-  v[KS__RAW_REPORT_END] = res->reported ? ks__number(env, res->report_end) : ks__null(env);
-  v[KS__RAW_REPORT_VALUE] = res->reported ? ks__number(env, res->report_value) : ks__null(env);
-  v[KS__RAW_SETTLED_EARLY] = ks__bool(env, res->settled_early);
-  v[KS__RAW_PREWARMED] = ks__bool(env, res->prewarmed);
-  v[KS__RAW_CLAIMED] = ks__bool(env, res->claimed);
-  v[KS__RAW_TAKEN] = ks__bool(env, res->taken);
-  v[KS__RAW_MISSED] = ks__bool(env, res->missed);
-  v[KS__RAW_RESULTS] = ks_napi_results_value(env, &res->results);
-  v[KS__RAW_RESULTS_DROPPED] = ks__bool(env, res->results.dropped);
-  /* Nothing changed, the common case: 0, not an empty packed list (its two
-   * typed arrays and four named properties cost ~40 us of a call's path). */
-  v[KS__RAW_FILES] = !ks_box_request_scans(box) || res->scan_errnum != 0 ? ks__null(env)
-                     : res->nchanges == 0 ? ks__number(env, 0)
-                                          : ks_napi_changes_value(env, res->changes, res->nchanges);
-  for (size_t i = 0; i < KS__RAW_STDOUT; i++) {
-    if (v[i] == NULL)
-      return NULL;
-  }
-  /* The output last: from here on the strings own its memory. */
-  v[KS__RAW_STDOUT] = ks_napi_take_output(env, run, &res->out[KS_STDOUT], KS_STDOUT);
-  if (v[KS__RAW_STDOUT] == NULL)
+#define KS__RAW_VALUE(name, value)                                                               \
+  if ((v[KS__RAW_##name] = (value)) == NULL)                                                      \
     return NULL;
-  v[KS__RAW_STDERR] = ks_napi_take_output(env, run, &res->out[KS_STDERR], KS_STDERR);
-  if (v[KS__RAW_STDERR] == NULL)
-    return NULL;
+  KS_RAW_RESULT_FIELDS(KS__RAW_VALUE)
+#undef KS__RAW_VALUE
   if (napi_call_function(env, undefined, maker, KS__RAW_FIELDS, v, &obj) != napi_ok)
     return NULL;
   return obj;
+}
+
+/* RAW_RESULT_FIELDS: the names makeRawResult takes, in order. */
+static bool ks__export_raw_fields(napi_env env, napi_value exports) {
+  static const char *const names[] = {
+#define KS__RAW_NAME(name, value) #name,
+      KS_RAW_RESULT_FIELDS(KS__RAW_NAME)
+#undef KS__RAW_NAME
+  };
+  napi_value arr;
+  napi_value s;
+  if (napi_create_array_with_length(env, KS__RAW_FIELDS, &arr) != napi_ok)
+    return false;
+  for (uint32_t i = 0; i < KS__RAW_FIELDS; i++) {
+    if (napi_create_string_utf8(env, names[i], NAPI_AUTO_LENGTH, &s) != napi_ok ||
+        napi_set_element(env, arr, i, s) != napi_ok)
+      return false;
+  }
+  return ks_napi_set(env, exports, "RAW_RESULT_FIELDS", arr);
 }
 
 static void ks__settle(napi_env env, struct ks_napi_call *run, struct ks_box *box) {
@@ -386,8 +389,8 @@ static void ks__call_js(napi_env env, napi_value js_cb, void *context, void *dat
       ks_napi_settle_cell(env, msg->run, msg->cell);
     else
       ks__settle(env, msg->run, msg->box);
-    if (!msg->run->parked && --addon->runs_in_flight == 0)
-      (void) napi_unref_threadsafe_function(env, addon->tsfn);
+    if (!msg->run->parked)
+      ks_napi_loop_release(env, addon);
   }
   ks_napi_call_free(env, msg->run);
   if (msg->box != NULL)
@@ -434,7 +437,9 @@ int ks_napi_ensure_supervisor(napi_env env, struct ks_addon *addon, struct ks_er
         napi_create_threadsafe_function(env, NULL, NULL, name, 0, 1, addon, ks__tsfn_finalize,
                                         addon, ks__call_js, &addon->tsfn) != napi_ok)
       return ks_err_set(err, ENOMEM, "napi_create_threadsafe_function", NULL);
-    (void) napi_unref_threadsafe_function(env, addon->tsfn);
+    /* Held only while something waits on it (ks_napi_loop_hold). */
+    if (addon->loop_holds == 0)
+      (void) napi_unref_threadsafe_function(env, addon->tsfn);
   }
   return ks_sup_start(&hooks, addon, &addon->sup, err);
 }
@@ -831,8 +836,47 @@ struct ks_napi_call *ks_napi_call_new(napi_env env, struct ks_addon *addon,
 }
 
 void ks_napi_call_begun(napi_env env, struct ks_napi_call *run) {
-  if (!run->parked && run->addon->runs_in_flight++ == 0)
-    (void) napi_ref_threadsafe_function(env, run->addon->tsfn);
+  if (!run->parked)
+    ks_napi_loop_hold(env, run->addon);
+}
+
+/* The rule for the event loop (every unref of ours follows it): the addon
+ * may leave the loop free only while no promise it returned is pending on
+ * something JS waits for. Every promise of a box or a cell settles through
+ * the TSFN, so the TSFN is held (ref'd) while any such promise is awaited:
+ * a call's own promise from its submission (ks_napi_call_begun), and a
+ * parked or kernel box's end while JS waits for it (holdLoop, below). An
+ * idle prewarmed box or an open kernel holds nothing, so a program that
+ * forgets a Sandbox still exits. */
+void ks_napi_loop_hold(napi_env env, struct ks_addon *addon) {
+  if (addon->loop_holds++ == 0 && addon->tsfn != NULL)
+    (void) napi_ref_threadsafe_function(env, addon->tsfn);
+}
+
+void ks_napi_loop_release(napi_env env, struct ks_addon *addon) {
+  if (addon->loop_holds == 0)
+    return;
+  if (--addon->loop_holds == 0 && addon->tsfn != NULL)
+    (void) napi_unref_threadsafe_function(env, addon->tsfn);
+}
+
+/* holdLoop() / releaseLoop(): JS is about to wait / has waited for a box
+ * whose run holds nothing (a parked or kernel box it has killed), so the
+ * loop is held meanwhile (lib/hold.js pairs them). */
+static napi_value ks__hold_loop(napi_env env, napi_callback_info info) {
+  struct ks_addon *addon;
+  (void) info;
+  KS_NAPI_CALL(env, napi_get_instance_data(env, (void **) &addon));
+  ks_napi_loop_hold(env, addon);
+  return NULL;
+}
+
+static napi_value ks__release_loop(napi_env env, napi_callback_info info) {
+  struct ks_addon *addon;
+  (void) info;
+  KS_NAPI_CALL(env, napi_get_instance_data(env, (void **) &addon));
+  ks_napi_loop_release(env, addon);
+  return NULL;
 }
 
 /* One of the supervisor's counts, 0 before it starts. */
@@ -1081,13 +1125,14 @@ bool ks_napi_init_run(napi_env env, napi_value exports) {
       {"cancelledGroups", ks__cancelled_groups}, {"run", ks__run},
       {"shutdown", ks__shutdown}, {"liveBoxes", ks__live_boxes},
       {"tailBoxes", ks__tail_boxes}, {"spareFds", ks__spare_fds},
-      {"dropParked", ks__drop_parked},
+      {"dropParked", ks__drop_parked}, {"holdLoop", ks__hold_loop},
+      {"releaseLoop", ks__release_loop},
       {"claimSend", ks__claim_send}, {"specFrame", ks__spec_frame_buffer},
   };
   napi_value v;
 
   if (!ks_napi_export(env, exports, fns, sizeof fns / sizeof fns[0]) ||
-      !ks_napi_init_cell(env, exports))
+      !ks_napi_init_cell(env, exports) || !ks__export_raw_fields(env, exports))
     return false;
   if (napi_create_int32(env, KS_BOX_STARTED_FD, &v) != napi_ok ||
       !ks_napi_set(env, exports, "STARTED_FD", v))

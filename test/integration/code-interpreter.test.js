@@ -48,7 +48,7 @@ describe("integration: the code interpreter with a real kern (issue 14)", functi
     assert.strictEqual(r.stdout, "['-c'] __main__\n");
     assert.strictEqual(r.exitCode, 0);
     assert.strictEqual(r.results.length, 2);
-    assert.deepStrictEqual(r.results[0].formats(), ["text", "html", "png"]);
+    assert.deepStrictEqual(r.results[0].formats(), ["text/plain", "text/html", "image/png"]);
     assert.strictEqual(r.results[0].html, "<b>hi</b>");
     assert.ok(r.results[0].png.subarray(0, 4).equals(Buffer.from([0x89, 0x50, 0x4e, 0x47])));
     assert.strictEqual(r.results[1].text, "42");
@@ -92,6 +92,29 @@ describe("integration: the code interpreter with a real kern (issue 14)", functi
         await k.close();
       }
     });
+  });
+
+  it("kernel({ timeoutS: 1 }) ends a spinning cell with a timeout fault within 2.5 s and keeps " +
+    "its state, in both isolations; a cell's own timeoutS wins (issue 31)", async function () {
+    for (const isolation of ["shared", "fork"]) {
+      await kern.withSandbox({ timeoutS: 30 }, async (s) => {
+        const k = await s.kernel({ timeoutS: 1, isolation });
+        try {
+          await k.runCode("x = 41");
+          const t0 = Date.now();
+          const r = await k.runCode("while True: pass");
+          const took = Date.now() - t0;
+          assert.strictEqual(r.fault?.type, "timeout", `${isolation}: ${JSON.stringify(r.fault)}`);
+          assert.ok(took < 2500 && took >= 950, `${isolation}: took ${took} ms`);
+          h.note(`${isolation}: the spinning cell ended after ${took} ms`);
+          assert.strictEqual((await k.runCode("x + 1")).results[0].text, "42");
+          const own = await k.runCode("import time\ntime.sleep(1.5)", { timeoutS: 5 });
+          assert.strictEqual(own.fault, null);
+        } finally {
+          await k.close();
+        }
+      });
+    }
   });
 
   it("fork mode, 100 alternating rounds: a spinner past a 1 s deadline, os.abort(), os._exit(3): " +
