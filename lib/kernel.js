@@ -17,7 +17,7 @@ const binding = require("./binding");
 const init = require("./init");
 const { SandboxError, sandboxError, escapeControl } = require("./errors");
 const { AbortError, abortError, onAbort } = require("./abort");
-const { ExecutionResult, resultsOf } = require("./result");
+const { ExecutionResult, resultsOf, missedOutputOf } = require("./result");
 const { normalizeCallOptions, describe } = require("./options");
 const { newCancelKey } = require("./session");
 const { awaitHeld } = require("./hold");
@@ -273,6 +273,7 @@ class Kernel {
       usage: { cpuUserMs: ms(raw.userCpuMs), cpuSystemMs: ms(raw.systemCpuMs), maxRssKb: raw.maxRssKb },
       limits: this.#host.limits(),
       results: resultsOf(raw.results),
+      missedOutput: missedOutputOf(raw),
     });
   }
 

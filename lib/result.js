@@ -1,9 +1,19 @@
 "use strict";
 
+const NOTHING_MISSED = Object.freeze({ stdout: Object.freeze({ chunks: 0, bytes: 0 }),
+  stderr: Object.freeze({ chunks: 0, bytes: 0 }) });
+
+/** ExecutionResult.missedOutput from a raw run or cell result. */
+function missedOutputOf(raw) {
+  if (raw.stdoutMissedChunks === 0 && raw.stderrMissedChunks === 0) return NOTHING_MISSED;
+  return { stdout: { chunks: raw.stdoutMissedChunks, bytes: raw.stdoutMissedBytes },
+    stderr: { chunks: raw.stderrMissedChunks, bytes: raw.stderrMissedBytes } };
+}
+
 /** The outcome of one runCode()/run(). */
 class ExecutionResult {
   constructor({ stdout, stderr, exitCode, durationMs, fault, files, truncated, usage, limits,
-    results }) {
+    results, missedOutput }) {
     this.stdout = stdout;
     this.stderr = stderr;
     this.exitCode = exitCode;
@@ -17,6 +27,8 @@ class ExecutionResult {
     this.limits = limits || null;
     // An addition to 0.1.1: the rich results of a Python call (Result).
     this.results = results || [];
+    // An addition to 0.1.1: what onStdout/onStderr did not get, per stream.
+    this.missedOutput = missedOutput || NOTHING_MISSED;
   }
 
   /** True iff the code exited 0 and the sandbox did not act. */
@@ -105,4 +117,4 @@ function resultsOf(texts) {
   return out;
 }
 
-module.exports = { ExecutionResult, Result, resultsOf };
+module.exports = { ExecutionResult, Result, resultsOf, missedOutputOf };

@@ -17,7 +17,7 @@ const bootcache = require("./bootcache");
 const { abortError, onAbort, raceAbort } = require("./abort");
 const { classify, exitCodeOf, limitsOf, startedByte } = require("./faults");
 const { warnUnenforced, NO_CAP_WARNING } = require("./warnings");
-const { ExecutionResult, resultsOf } = require("./result");
+const { ExecutionResult, resultsOf, missedOutputOf } = require("./result");
 const { unpackChanges } = require("./changes");
 const { SandboxError, MountRefused, sandboxError, escapeControl, sandboxErrorFromSystem } = require("./errors");
 const { checkRelPath } = require("./paths");
@@ -549,6 +549,7 @@ class Sandbox {
         usage: usageOf(raw),
         limits,
         results: raw.results === undefined ? [] : resultsOf(raw.results),
+        missedOutput: missedOutputOf(raw),
       });
   }
 

@@ -143,6 +143,24 @@ describe("code interpreter: the kernel (issue 14)", function () {
       }
     });
 
+    it("a cell's result counts what a slow onStdout missed: seen + missed is the whole output " +
+      "(issue 32)", async function () {
+      await withKernel({}, async (k) => {
+        let seen = 0;
+        const r = await k.runCode("import sys\nsys.stdout.buffer.write(b'x' * 30_000_000)\n" +
+          "sys.stdout.flush()", {
+          onStdout: (c) => {
+            const until = Date.now() + (seen === 0 ? 2000 : 20);
+            seen += c.length;
+            while (Date.now() < until) { /* a slow consumer */ }
+          },
+        });
+        assert.strictEqual(r.stdout.length, 30_000_000);
+        assert.ok(r.missedOutput.stdout.chunks > 0, JSON.stringify(r.missedOutput));
+        assert.strictEqual(seen + r.missedOutput.stdout.bytes, 30_000_000);
+      }, { maxOutputBytes: 64 * 1024 * 1024 });
+    });
+
     it("kernel({ timeoutS }) is checked as a call's timeoutS is", async function () {
       const s = await new Sandbox({ prewarm: 0 }).open();
       try {

@@ -160,7 +160,23 @@ describe("output", function () {
       });
       assert.strictEqual(r.stdout.length, 50000000);
       assert.ok(seen > 0 && seen < 50000000, `seen ${seen}`);
+      // Issue 32: the result counts what the callback missed, exactly: what
+      // it saw and what it missed make the whole output.
+      const m = r.missedOutput;
+      assert.ok(m.stdout.chunks > 0, JSON.stringify(m));
+      assert.strictEqual(seen + m.stdout.bytes, 50000000, JSON.stringify(m));
+      assert.deepStrictEqual(m.stderr, { chunks: 0, bytes: 0 });
     });
+
+    it("missedOutput is all zeros when the callback keeps up, and without callbacks (issue 32)",
+      async function () {
+        let seen = 0;
+        const r = await sh("head -c 100000 /dev/zero", { onStdout: (c) => (seen += c.length) });
+        assert.strictEqual(seen, 100000);
+        const zero = { stdout: { chunks: 0, bytes: 0 }, stderr: { chunks: 0, bytes: 0 } };
+        assert.deepStrictEqual(r.missedOutput, zero);
+        assert.deepStrictEqual((await sh("echo x")).missedOutput, zero);
+      });
 
     it("C15: a callback may start another run on the same session", async function () {
       let sbxRef = null;

@@ -25,6 +25,11 @@ export interface RawRunResult {
   /** Bytes read past maxOutputBytes and dropped. */
   stdoutDiscarded: number;
   stderrDiscarded: number;
+  /** onStdout/onStderr chunks, and their bytes, not delivered (the output above has them). */
+  stdoutMissedChunks: number;
+  stderrMissedChunks: number;
+  stdoutMissedBytes: number;
+  stderrMissedBytes: number;
   /** Spawn to kern's exit, in milliseconds. */
   durationMs: number;
   /** kern's rusage from waitid: kern and the box processes it reaped. */
@@ -114,7 +119,10 @@ export interface RawCellResult {
   stderr: string;
   stdoutDiscarded: number;
   stderrDiscarded: number;
-  droppedChunks: number;
+  stdoutMissedChunks: number;
+  stderrMissedChunks: number;
+  stdoutMissedBytes: number;
+  stderrMissedBytes: number;
   results: string[];
   resultsDropped: boolean;
   durationMs: number;

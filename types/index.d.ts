@@ -148,6 +148,18 @@ export class ExecutionResult {
    * `truncated` is `true`.
    */
   results: Result[];
+  /**
+   * Addition to 0.1.1: what the `onStdout`/`onStderr` callbacks did not get, per stream: the
+   * chunks (and their bytes) dropped because the callback fell more than 8 MiB behind. `stdout`
+   * and `stderr` still hold that output. Zeros when nothing was missed or nothing streamed.
+   */
+  missedOutput: { stdout: MissedOutput; stderr: MissedOutput };
+}
+
+/** Addition to 0.1.1: output a streaming callback did not get ({@link ExecutionResult.missedOutput}). */
+export interface MissedOutput {
+  chunks: number;
+  bytes: number;
 }
 
 /**

@@ -26,7 +26,10 @@ struct ks_napi_call {
   napi_deferred deferred;
   napi_ref cb[2];
   _Atomic size_t queued_bytes;
-  _Atomic uint64_t dropped_chunks;
+  /* onStdout/onStderr chunks (and their bytes) not delivered: past the
+   * budget, or no memory to queue them; the result's output still has them. */
+  _Atomic uint64_t missed_chunks[2];
+  _Atomic uint64_t missed_bytes[2];
   /* A prewarm or kernel box's run: it holds no loop_holds, so an idle box
    * never keeps the process alive; JS holds the loop while it waits for
    * such a box's end (holdLoop). */

@@ -73,7 +73,10 @@ static napi_value ks__cell_object(napi_env env, struct ks_napi_call *call, struc
       !ks_napi_set(env, obj, "why", ks__string(env, res->why)) ||
       !KS__SET_NUM("stdoutDiscarded", res->out[KS_STDOUT].discarded) ||
       !KS__SET_NUM("stderrDiscarded", res->out[KS_STDERR].discarded) ||
-      !KS__SET_NUM("droppedChunks", atomic_load(&call->dropped_chunks)) ||
+      !KS__SET_NUM("stdoutMissedChunks", atomic_load(&call->missed_chunks[KS_STDOUT])) ||
+      !KS__SET_NUM("stderrMissedChunks", atomic_load(&call->missed_chunks[KS_STDERR])) ||
+      !KS__SET_NUM("stdoutMissedBytes", atomic_load(&call->missed_bytes[KS_STDOUT])) ||
+      !KS__SET_NUM("stderrMissedBytes", atomic_load(&call->missed_bytes[KS_STDERR])) ||
       !ks_napi_set(env, obj, "results", results) ||
       !ks_napi_set(env, obj, "resultsDropped", ks_napi_bool(env, res->results.dropped)) ||
       !KS__SET_NUM("durationMs", (double) res->duration_ns / 1e6) ||

@@ -20,6 +20,10 @@
   X(startedCount, ks_napi_number(env, (double) res->nstarted))                                  \
   X(stdoutDiscarded, ks_napi_number(env, (double) res->out[KS_STDOUT].discarded))               \
   X(stderrDiscarded, ks_napi_number(env, (double) res->out[KS_STDERR].discarded))               \
+  X(stdoutMissedChunks, ks_napi_number(env, (double) atomic_load(&run->missed_chunks[0])))     \
+  X(stderrMissedChunks, ks_napi_number(env, (double) atomic_load(&run->missed_chunks[1])))     \
+  X(stdoutMissedBytes, ks_napi_number(env, (double) atomic_load(&run->missed_bytes[0])))       \
+  X(stderrMissedBytes, ks_napi_number(env, (double) atomic_load(&run->missed_bytes[1])))       \
   X(durationMs, ks_napi_number(env, (double) res->duration_ns / 1e6))                           \
   X(userCpuMs, ks_napi_number(env, ks__ms(&res->usage.ru_utime)))                               \
   X(systemCpuMs, ks_napi_number(env, ks__ms(&res->usage.ru_stime)))                             \

@@ -66,17 +66,22 @@ static void ks__ext_lookup(void) {
 
 /* ---- supervisor thread side --------------------------------------------- */
 
+static void ks__missed(struct ks_napi_call *run, enum ks_stream s, size_t len) {
+  atomic_fetch_add(&run->missed_chunks[s], 1);
+  atomic_fetch_add(&run->missed_bytes[s], len);
+}
+
 void ks_napi_queue_chunk(struct ks_napi_call *run, enum ks_stream s, const char *data,
                          size_t len) {
   struct ks_napi_msg *msg;
 
   if (atomic_load(&run->queued_bytes) + len > KS_NAPI_STREAM_BUDGET) {
-    atomic_fetch_add(&run->dropped_chunks, 1);
+    ks__missed(run, s, len);
     return;
   }
   msg = malloc(sizeof *msg + len);
   if (msg == NULL) {
-    atomic_fetch_add(&run->dropped_chunks, 1);
+    ks__missed(run, s, len);
     return;
   }
   msg->kind = KS_NAPI_MSG_CHUNK;
@@ -89,7 +94,7 @@ void ks_napi_queue_chunk(struct ks_napi_call *run, enum ks_stream s, const char 
   atomic_fetch_add(&run->queued_bytes, len);
   if (napi_call_threadsafe_function(run->addon->tsfn, msg, napi_tsfn_nonblocking) != napi_ok) {
     atomic_fetch_sub(&run->queued_bytes, len);
-    atomic_fetch_add(&run->dropped_chunks, 1);
+    ks__missed(run, s, len);
     free(msg);
   }
 }
