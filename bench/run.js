@@ -31,7 +31,7 @@ const { boxArgv } = require("../lib/kern");
 const { normalizeOptions } = require("../lib/options");
 const init = require("../lib/init");
 const { ENGINE } = require("../lib/internal");
-const { watchClosesSettled } = require("../lib/session");
+const { watchClosesSettled } = require("../lib/census");
 
 const median = (xs) => {
   const s = [...xs].sort((a, b) => a - b);

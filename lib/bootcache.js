@@ -48,16 +48,19 @@ function binName(kern, image) {
  * key's second box, the compile starts once the caller's call has settled
  * (whenSettled). o: the session's normalized options, for what a box needs
  * to start on this host at all (enforceLimits, apparmor); none of its
- * environment, mounts or workspace reach the compile box.
+ * environment, mounts or workspace reach the compile box. runBox(boxOpts,
+ * argv) runs one box and resolves to its ExecutionResult (lib/sandbox.js's
+ * runPackageBox): this file knows how the bytecode is made and kept, not how
+ * a box runs.
  */
-function bootBin(initDir, kern, o, whenSettled) {
+function bootBin(initDir, kern, o, whenSettled, runBox) {
   const key = `${initDir}\0${kern}\0${o.image}`;
   const state = states.get(key);
   if (state === undefined) states.set(key, "seen");
   else if (state === "seen") {
     states.set(key, "compiling");
     const p = new Promise((resolve) => whenSettled(resolve))
-      .then(() => compile(initDir, kern, o))
+      .then(() => compile(initDir, kern, o, runBox))
       .then((ok) => states.set(key, ok ? "ready" : "failed"))
       .finally(() => compiling.delete(p));
     compiling.add(p);
@@ -67,10 +70,8 @@ function bootBin(initDir, kern, o, whenSettled) {
 
 /** Runs the compile box; writes the bytecode into initDir under kern's and
  * the image's name. Never throws. */
-async function compile(initDir, kern, o) {
-  const { Sandbox } = require("./sandbox"); // (a cycle: sandbox.js needs this file)
+async function compile(initDir, kern, o, runBox) {
   let ws = null;
-  let sbx = null;
   try {
     // (Made synchronously, so the exit hook knows it at once; its writes and
     // its removal run on libuv's threads: the blocks a removal frees can wait
@@ -81,11 +82,10 @@ async function compile(initDir, kern, o) {
     workspaces.add(ws);
     // (No warning of its own about caps: the box is the package's, and a
     // caller who runs without a memory cap must not hear about ours.)
-    sbx = new Sandbox({ image: o.image, workspace: ws, enforceLimits: o.enforceLimits,
+    const r = await runBox({ image: o.image, workspace: ws, enforceLimits: o.enforceLimits,
       ...(o.apparmor !== null ? { apparmor: o.apparmor } : {}),
-      prewarm: 0, results: false, trackFiles: false, [NO_CAP_WARNING]: true });
-    await sbx.open();
-    const r = await sbx.run(["python3", "-I", "-S", "-c", COMPILER, `${BOX_DIR}/${BOOT_SOURCE}`]);
+      prewarm: 0, results: false, trackFiles: false, [NO_CAP_WARNING]: true },
+    ["python3", "-I", "-S", "-c", COMPILER, `${BOX_DIR}/${BOOT_SOURCE}`]);
     const nl = r.stdout.indexOf("\n");
     const hex = r.stdout.slice(nl + 1);
     if (r.exitCode !== 0 || r.fault !== null || r.truncated || nl <= 0 ||
@@ -101,7 +101,6 @@ async function compile(initDir, kern, o) {
   } catch {
     return false;
   } finally {
-    if (sbx !== null) await sbx.close().catch(() => {});
     // (Forgotten only once gone: the exit hook tries again otherwise.)
     if (ws !== null && await fs.promises.rm(ws, { recursive: true, force: true }).then(() => true,
       () => false))

@@ -359,7 +359,7 @@ class Sandbox {
       kern: this.#kern, name, workspace: st.ws, isSetup: false,
       depsDirExists: depsDirExistsSync(st, o), envFd: binding.ENV_FD,
       command: init.waitingCommand(kind, o.apparmor, kind === "python"
-        ? bootcache.bootBin(st.initDir, this.#kern, o, setImmediate) : null),
+        ? bootcache.bootBin(st.initDir, this.#kern, o, setImmediate, runPackageBox) : null),
       initDir: st.initDir,
     });
     const parkKey = newCancelKey();
@@ -475,7 +475,7 @@ class Sandbox {
         const name = boxName();
         const coldCommand = !withInit ? command
           : viaInterp ? init.interpCommand(o.apparmor,
-            bootcache.bootBin(st.initDir, this.#kern, o, (go) => (compileBoot = go)))
+            bootcache.bootBin(st.initDir, this.#kern, o, (go) => (compileBoot = go), runPackageBox))
             : init.coldCommand(command, o.apparmor);
         argv = [this.#kern, "box", name, ...flags, ...coldCommand];
         stopArgv = [this.#kern, "stop", name];
@@ -697,7 +697,7 @@ class Sandbox {
       kern: this.#kern, name, workspace: st.ws, isSetup: false,
       depsDirExists: depsDirExistsSync(st, o), envFd: binding.ENV_FD,
       command: init.interpCommand(o.apparmor,
-        bootcache.bootBin(st.initDir, this.#kern, o, (go) => (compileBoot = go))),
+        bootcache.bootBin(st.initDir, this.#kern, o, (go) => (compileBoot = go), runPackageBox)),
       initDir: st.initDir,
     });
     const ready = claim && st.pool !== null
@@ -831,6 +831,18 @@ function usageOf(raw) {
 }
 
 /** Opens a Sandbox, runs fn with it, and closes it even if fn throws. */
+/** One box the package runs for itself (the boot's compile, lib/bootcache.js):
+ * a Sandbox of opts, argv run once, closed whatever happens. */
+async function runPackageBox(opts, argv) {
+  const sbx = new Sandbox(opts);
+  try {
+    await sbx.open();
+    return await sbx.run(argv);
+  } finally {
+    await sbx.close().catch(() => {});
+  }
+}
+
 async function withSandbox(opts, fn) {
   if (typeof opts === "function") {
     fn = opts;

@@ -8,7 +8,6 @@
 // descriptors.
 const fs = require("fs");
 const binding = require("./binding");
-const bootcache = require("./bootcache");
 const { kernEnv } = require("./kern");
 const { sandboxError } = require("./errors");
 
@@ -22,20 +21,9 @@ const watchCloses = new Set();
 // Prewarmed boxes of closed sessions, killed and not yet ended.
 const dyingParked = new Set();
 
-/** Settles once every session's inotify instance and removed workspace's
- * descriptor is closed (for tests that count descriptors: close() waits for
- * neither). */
-async function watchClosesSettled() {
-  while (watchCloses.size > 0) await Promise.allSettled([...watchCloses]);
-  // The closer threads of removed workspaces (binding.wsCloseLater).
-  while (binding.pendingCloses() > 0) await new Promise((r) => setTimeout(r, 2));
-  // A compile of the boot's bytecode under way (its own session), first:
-  // its box leaves a tail of its own.
-  await bootcache.compilesSettled();
-  // And kerns still tearing down boxes whose calls settled at the init's
-  // report (they hold descriptors and are children until they exit).
-  // Polled on a timer: these ends hold no reference on the loop.
-  while (binding.tailBoxes() > 0 || dyingParked.size > 0) await new Promise((r) => setTimeout(r, 2));
+/** What sessions leave ending after their promises settled (lib/census.js). */
+function lingering() {
+  return { watchCloses, dyingParked };
 }
 
 /** A fresh cancellation key for one call's box. */
@@ -202,4 +190,4 @@ class Session {
   }
 }
 
-module.exports = { Session, newCancelKey, watchClosesSettled };
+module.exports = { Session, newCancelKey, lingering };

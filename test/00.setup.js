@@ -11,7 +11,7 @@ const { spawn } = require("child_process");
 const h = require("./lib/harness");
 
 // Loaded when first needed, as the suite's other uses of the package are.
-const watchClosesSettled = () => require("../lib/session").watchClosesSettled();
+const watchClosesSettled = () => require("../lib/census").watchClosesSettled();
 const { fdTable, listeningSockets, newListeners, kernCgroups, newKernCgroups } = require("./lib/leaks");
 
 // The caller's own KERN_BIN names the real kern the integration tests may use

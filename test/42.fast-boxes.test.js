@@ -14,7 +14,7 @@ const fs = require("fs");
 const { Sandbox, withSandbox } = require("../lib");
 const binding = require("../lib/binding");
 const { POOL_STATS, POOL_IDLE_MS, ENGINE } = require("../lib/internal");
-const { watchClosesSettled } = require("../lib/session");
+const { watchClosesSettled } = require("../lib/census");
 // kernsWith: kern processes of the double whose argv carries a marker (its image).
 const { describeClaimCases, kernsWith, runs } = require("./lib/claims");
 

@@ -14,7 +14,7 @@ const { manyKernels } = require("./lib/kernels");
 const { Sandbox, Kernel, SandboxError, AbortError } = require("..");
 const binding = require("../lib/binding");
 const { POOL_STATS, KERNEL_START_MIN_MS } = require("../lib/internal");
-const { watchClosesSettled } = require("../lib/session");
+const { watchClosesSettled } = require("../lib/census");
 
 /** Live processes (pids) of the double whose argv names marker: its kerns. */
 const live = (marker) => h.processesWith(marker);

@@ -16,7 +16,7 @@ const h = require("./lib/harness");
 const { Sandbox } = require("..");
 const init = require("../lib/init");
 const bootcache = require("../lib/bootcache");
-const { watchClosesSettled } = require("../lib/session");
+const { watchClosesSettled } = require("../lib/census");
 
 const INBOX = path.join(h.repo, "lib", "inbox");
 

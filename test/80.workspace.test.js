@@ -579,7 +579,7 @@ describe("workspace I/O against a hostile workspace", function () {
   it("close() of an owned workspace leaves its last descriptor to a thread of its own " +
     "(wsCloseLater): the workspace is gone when close() resolves, the descriptor soon after, " +
     "and only a descriptor the addon holds is closed", async function () {
-    const { watchClosesSettled } = require("../lib/session");
+    const { watchClosesSettled } = require("../lib/census");
     // wsCloseLater refuses what the addon does not hold: it never closes a
     // number that meanwhile names something else of the program's.
     const other = fs.openSync(__filename, "r");

@@ -25,7 +25,7 @@ describe("integration: the code interpreter with a real kern (issue 14)", functi
 
   /** What a test leaves: boxes the engine holds, our children, descriptors. */
   async function census(fds0) {
-    const { watchClosesSettled } = require("../../lib/session");
+    const { watchClosesSettled } = require("../../lib/census");
     await watchClosesSettled();
     await h.waitFor(() => h.children().length === 0 && h.openFds() <= fds0, 5000);
     return { liveBoxes: binding.liveBoxes(), tails: binding.tailBoxes(), children: h.children().length,

@@ -129,7 +129,7 @@ describe("integration: fast boxes with a real kern (issue 16)", function () {
 
   it("leak census 0 after 1,000 mixed prewarmed calls with random aborts and closes",
     async function () {
-      const { watchClosesSettled } = require("../../lib/session");
+      const { watchClosesSettled } = require("../../lib/census");
       const binding = require("../../lib/binding");
       const fds = h.openFds().length;
       let s = await new kern.Sandbox({ prewarm: 1 }).open();

@@ -297,7 +297,7 @@ describe("integration: a real kern", function () {
     process.env.TMPDIR = tmp;
     await kern.withSandbox(opts, (sbx) => sbx.run(["true"]));
     await h.waitFor(() => h.children().length === 0, 12000);
-    await require("../../lib/session").watchClosesSettled(); // close() does not wait for inotify
+    await require("../../lib/census").watchClosesSettled(); // close() does not wait for inotify
     const fds0 = h.openFds();
     const handles0 = process._getActiveHandles().length;
     const sockets0 = new Set(leaks.listeningSockets().keys());

@@ -181,7 +181,7 @@ function openFds() {
  * compile box, a pool box being replaced. For tests that count a call's
  * descriptors from just after a call. */
 async function settledFds() {
-  await require("../../lib/session").watchClosesSettled();
+  await require("../../lib/census").watchClosesSettled();
   let n = openFds();
   for (let i = 0; i < 100; i++) {
     await sleep(10);
