@@ -54,7 +54,7 @@ console.log(JSON.stringify({ names: Object.keys(kern).sort(), version: pkg.versi
     "(CJS and ESM)", function () {
     const tsc = path.join(h.repo, "node_modules", ".bin", "tsc");
     if (!fs.existsSync(tsc)) return h.skip(this, "typescript is not installed (npm install)");
-    if (h.underSanitizer) return h.skip(this, "tsc checks types, not the addon; it runs in the plain suite");
+    if (h.underSanitizer) return h.skipHost(this, "tsc checks types, not the addon; it runs in the plain suite");
     const use = `const r: ExecutionResult = await runCode("print(1)", { signal: new AbortController().signal });
   const s = new Sandbox({ capDrop: ["ALL"] });
   const l: ResourceLimits | null = r.limits;

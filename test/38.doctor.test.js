@@ -115,7 +115,7 @@ describe("doctor (issue 15)", function () {
     // Where kern keeps each box's scratch layer: $XDG_RUNTIME_DIR/kern first.
     const disk = h.tmpDir("doctor-rt-disk-");
     if (MEMORY_FS_MAGIC.has(fs.statfsSync(disk).type))
-      this.skip(); // SKIP: this host's temp dir is itself in memory, no disk dir to point at
+      return h.skipHost(this, "this host's temp dir is itself in memory, no disk dir to point at");
     const onDisk = byId(JSON.parse(cli(["doctor", "--json"], { XDG_RUNTIME_DIR: disk }).stdout))["runtime-dir"];
     assert.strictEqual(onDisk.ok, false);
     assert.strictEqual(onDisk.required, false, "boxes run; only their tail latency suffers");
@@ -123,7 +123,7 @@ describe("doctor (issue 15)", function () {
     assert.match(onDisk.fix, new RegExp(`mount -t tmpfs -o mode=0700,uid=\\d+,gid=\\d+ tmpfs ${disk}\``));
     // Positive control: the same check passes for a dir in memory.
     if (!fs.existsSync("/dev/shm") || !MEMORY_FS_MAGIC.has(fs.statfsSync("/dev/shm").type))
-      this.skip(); // SKIP: no /dev/shm tmpfs on this host for the positive control
+      return h.skipHost(this, "no /dev/shm tmpfs on this host for the positive control");
     const mem = fs.mkdtempSync("/dev/shm/ks-doctor-rt-");
     try {
       const inMemory = byId(JSON.parse(cli(["doctor", "--json"], { XDG_RUNTIME_DIR: mem }).stdout))["runtime-dir"];

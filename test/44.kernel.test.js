@@ -476,7 +476,7 @@ describe("code interpreter: the kernel (issue 14)", function () {
       "whenever it comes (the Debug build pauses the engine after it takes its cells)",
     async function () {
       if (binding.flavour !== "Debug")
-        return h.skip(this, "the pause is a failpoint of the Debug build (npm run test:asan runs this)");
+        return h.skipHost(this, "the pause is a failpoint of the Debug build (npm run test:asan runs this)");
       // In a process of its own: the pause (200 ms) slows every turn of its
       // engine. A cancel of a key nobody uses wakes the engine, which takes
       // its (empty) cells and pauses; kernel() submits its box and its start

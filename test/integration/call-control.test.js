@@ -60,7 +60,7 @@ describe("integration: call control with a real kern (issue 13)", function () {
 
   it("setup: \"pip install <local wheel>\" works with the default capDrop ALL", async function () {
     if (!haveImage(PIP_IMAGE))
-      return h.skip(this, `no image with pip in kern's cache (${PIP_IMAGE}; set KERN_PIP_IMAGE to one)`);
+      return h.skipHost(this, `no image with pip in kern's cache (${PIP_IMAGE}; set KERN_PIP_IMAGE to one)`);
     const dir = h.tmpDir("rk-wheel-");
     const wheel = buildWheel(dir, "ks_rkwheel", "1.0", "VALUE = 'from the wheel'\n");
     await kern.withSandbox({ image: PIP_IMAGE, mounts: { [dir]: ["/wheels", "ro"] },

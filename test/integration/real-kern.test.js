@@ -51,7 +51,7 @@ describe("integration: a real kern", function () {
   });
 
   it("runs node -e in node:20-slim", async function () {
-    if (!haveImage("node:20-slim")) return h.skip(this, "no node:20-slim image in kern's cache");
+    if (!haveImage("node:20-slim")) return h.skipHost(this, "no node:20-slim image in kern's cache");
     const r = await kern.runCode("console.log([1,2,3].map(x => x * x))",
       { image: "node:20-slim", language: "node" });
     assert.strictEqual(r.stdout, "[ 1, 4, 9 ]\n", r.stderr);
@@ -100,7 +100,7 @@ describe("integration: a real kern", function () {
 
   it("A34: while a box runs and after, the secret is in no host argv, in no host environ outside the box, " +
     "in none of kern's registry, state or cache files, and in no result of a failed start", async function () {
-    if (why !== null) return h.skip(this, why);
+    if (why !== null) return h.skipHost(this, why);
     const token = `CANARY-${crypto.randomBytes(6).toString("hex")}`;
     const ourPidNs = fs.readlinkSync("/proc/self/ns/pid");
     const scanProc = () => {
@@ -435,7 +435,7 @@ describe("integration: a real kern", function () {
     it(`C2 (a pids cgroup of 256 around kern): a ${variant} fork bomb in a real box is contained, ` +
       "the host still forks, the run ends at its timeout with nothing left, and the next run works", async function () {
       if (!haveV1Pids())
-        return h.skip(this, `no writable cgroup-v1 pids hierarchy at ${V1_PIDS} (needs root on a host that mounts one)`);
+        return h.skipHost(this, `no writable cgroup-v1 pids hierarchy at ${V1_PIDS} (needs root on a host that mounts one)`);
       const cg = path.join(V1_PIDS, `ks-c2-${crypto.randomBytes(4).toString("hex")}`);
       fs.mkdirSync(cg);
       const current = () => Number(fs.readFileSync(path.join(cg, "pids.current"), "utf8"));

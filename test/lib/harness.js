@@ -207,8 +207,20 @@ async function waitFor(fn, ms = 3000, step = 20) {
   return v;
 }
 
-/** Prints a visible SKIP line with the reason, then skips the mocha test. */
+/** Prints a visible SKIP line with the reason, then skips the mocha test:
+ * for a test that a machine with what .ci/run installs can run. With
+ * KERN_SANDBOX_MUST_WORK=1 (set by .ci/run) such a SKIP fails instead. */
 function skip(ctx, reason) {
+  if (process.env.KERN_SANDBOX_MUST_WORK === "1")
+    throw new Error(`SKIP refused (KERN_SANDBOX_MUST_WORK=1: CI can run this test): ${reason}`);
+  console.log(`      SKIP: ${reason}`);
+  ctx.skip();
+}
+
+/** A SKIP that depends on the host, not on what .ci/run installs: its
+ * kernel, a real kern, the addon's flavour under test, a deliberate choice.
+ * Never refused. */
+function skipHost(ctx, reason) {
   console.log(`      SKIP: ${reason}`);
   ctx.skip();
 }
@@ -339,7 +351,7 @@ function cleanup() {
 
 module.exports = {
   repo, testRoot, fakeKern, stateDir, settledFds, recordedArgv, boxCommand, isPrewarmBox, isCompileBox, settledLiveBoxes, cpuTicks, clearState, tmpDir, children,
-  processes, processesUsing, processesWith, processesIn, openFds, sleep, waitFor, skip, cleanup,
+  processes, processesUsing, processesWith, processesIn, openFds, sleep, waitFor, skip, skipHost, cleanup,
   addonFlavour, childAddonFlavour, underSanitizer, startWait, jsBound, killAll, mountTmpfs, umount, have, exitOf, closeOf, firstOutput, note, privateKern,
   tmpAfterSweep,
 };

@@ -69,7 +69,7 @@ function useRealKern() {
     else process.env.KERN_BIN = saved;
   });
   beforeEach(function () {
-    if (why !== null) h.skip(this, why);
+    if (why !== null) h.skipHost(this, why);
   });
   return () => kern;
 }
