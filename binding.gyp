@@ -26,6 +26,7 @@
         "csrc/napi/errnames.c",
         "csrc/napi/fs.c",
         "csrc/napi/pack.c",
+        "csrc/napi/protocol.c",
         "csrc/napi/run.c",
         "csrc/napi/util.c",
         "csrc/napi/watch.c"

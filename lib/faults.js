@@ -4,6 +4,7 @@
 // the contract (0.1.1): our own deadline, then what the exit status proves,
 // and only then whether kern failed to start the box. Output the workload
 // controls never decides a fault while kern's started bytes prove the box ran.
+const binding = require("./binding");
 const { escapeControl } = require("./errors");
 
 const SIGKILL = 9;
@@ -14,7 +15,7 @@ const EXIT_SIGTERM = 128 + SIGTERM;
 const EXIT_SIGSYS = 128 + SIGSYS;
 const STARTED_BYTE = 0x01;
 const MEMORY_ENFORCED = 1;
-const REPORT_EXITED = 1; // csrc/init/protocol.h KS_INIT_EXITED
+const REPORT_EXITED = binding.PROTOCOL.INIT_END.EXITED; // the init's REPORT (protocol.h)
 
 // kern binaries seen writing the started bytes: for those, silence on the
 // started fd is itself proof that the box never existed.

@@ -8,10 +8,11 @@ const os = require("os");
 const path = require("path");
 const binding = require("./binding");
 
-const BOX_DIR = "/.ks"; // KS_INIT_BOX_DIR
-const BOX_PATH = `${BOX_DIR}/ks-init`; // KS_INIT_BOX_PATH
-const REPORT_EXITED = 1; // KS_INIT_EXITED
-const REPORT_SIGNALED = 2;
+// From the one definition of each (csrc/init/protocol.h, via the addon).
+const BOX_DIR = binding.PROTOCOL.INIT_BOX_DIR;
+const BOX_PATH = binding.PROTOCOL.INIT_BOX_PATH;
+const REPORT_EXITED = binding.PROTOCOL.INIT_END.EXITED;
+const REPORT_SIGNALED = binding.PROTOCOL.INIT_END.SIGNALED;
 
 // The Python that runs in the box (its own files: code that runs in the box
 // is never a string in C or JS): the bootstrap every Python box starts with

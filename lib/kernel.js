@@ -31,8 +31,8 @@ const KERNEL_START_MIN_DEFAULT_MS = 30 * 1000;
 const MAX_CHECKPOINTS = 64;
 const DEFAULT_CHECKPOINTS = 8;
 const ROLLBACK_TIMEOUT_MS = 10_000;
-const MODES = { shared: 1, fork: 2 };
-const END = { OK: 0, EXCEPTION: 1, EXIT: 2, INTERRUPTED: 3 }; // interp.h enum ks_ip_end
+const MODES = { shared: binding.PROTOCOL.IP_MODE.SHARED, fork: binding.PROTOCOL.IP_MODE.FORK };
+const END = binding.PROTOCOL.IP_END; // how a cell ended (interp.h, enum ks_ip_end)
 const SIGINT = 2;
 const SIGKILL = 9;
 

@@ -210,6 +210,15 @@ export function configure(forceFallback: string, tracker: string,
   makeRawResult: (...fields: unknown[]) => RawRunResult): void;
 /** The names of RawRunResult's fields, in the order makeRawResult takes them. */
 export const RAW_RESULT_FIELDS: readonly (keyof RawRunResult)[];
+/** The constants lib/ shares with the engine, the init and the interpreter, from their one
+ * definition (csrc/init/protocol.h, csrc/core/box/interp.h; csrc/napi/protocol.c). */
+export const PROTOCOL: Readonly<{
+  IP_END: Readonly<{ OK: number; EXCEPTION: number; EXIT: number; INTERRUPTED: number }>;
+  IP_MODE: Readonly<{ SHARED: number; FORK: number }>;
+  INIT_END: Readonly<{ EXITED: number; SIGNALED: number }>;
+  INIT_BOX_DIR: string;
+  INIT_BOX_PATH: string;
+}>;
 /** Kills every box of a session's group or with that cancel key, now and any that would still start. */
 export function cancelGroup(group: number): void;
 /** Drops a closed session's group once all its calls have settled. */

@@ -90,6 +90,9 @@ bool ks_napi_take_begun(napi_env env, napi_value v, const struct ks_ws_watch *wa
 /* Registers wsSnapshot/wsRestore. */
 bool ks_napi_init_pack(napi_env env, napi_value exports);
 
+/* Exports PROTOCOL, the constants lib/ shares with the engine (protocol.c). */
+bool ks_napi_init_protocol(napi_env env, napi_value exports);
+
 /* Stops the supervisor: kills and reaps every live box. Idempotent; called
  * by the environment cleanup hook and by the TSFN finalizer, whichever
  * comes first. */

@@ -225,7 +225,7 @@ static napi_value ks__init(napi_env env, napi_value exports) {
     ks_napi_throw_last(env);
     return NULL;
   }
-  if (!ks_napi_init_pack(env, exports)) {
+  if (!ks_napi_init_pack(env, exports) || !ks_napi_init_protocol(env, exports)) {
     ks_napi_throw_last(env);
     return NULL;
   }
