@@ -262,8 +262,6 @@ export interface PackedChanges {
 }
 
 export function wsList(rootfd: number, subdir: string): Promise<Array<[string | Buffer, number]>>;
-export function wsScan(rootfd: number): Promise<object>;
-export function wsDiff(rootfd: number, before: object): Promise<PackedChanges>;
 export function wsRemoveTree(rootfd: number): Promise<void>;
 
 /** Writes destDir/destName atomically. Synchronous. */

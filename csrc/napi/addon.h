@@ -70,9 +70,6 @@ bool ks_napi_init_run(napi_env env, napi_value exports);
 /* Registers the workspace file operations (wsOpen, wsWriteFile...) on exports. */
 bool ks_napi_init_fs(napi_env env, napi_value exports);
 
-struct ks_ws_change;
-/* [[path, size, "created" | "modified"], ...]; a non-UTF-8 path is a Buffer. */
-napi_value ks_napi_changes_value(napi_env env, const struct ks_ws_change *changes, size_t n);
 
 /* Registers wsWatch/wsWatchClose. */
 bool ks_napi_init_watch(napi_env env, napi_value exports);

@@ -10,6 +10,7 @@
 #include "../core/workspace/wsfs.h"
 #include "../core/workspace/wswatch.h"
 #include "addon.h"
+#include "call.h"
 
 /* configure(forceFallback, tracker, makeRawResult), called by lib/binding.js with
  * process.env's values: read there, under Node's own environment lock, not
@@ -103,61 +104,6 @@ static void ks__pin_library(void) {
     (void) dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE);
 }
 
-bool ks_addon_hold(napi_env env, struct ks_addon *addon, int fd, char *own_dir) {
-  if (addon->nheld == addon->held_cap) {
-    size_t cap = addon->held_cap ? addon->held_cap * 2 : 16;
-    struct ks_held *h = realloc(addon->held, cap * sizeof *h);
-    if (h == NULL) {
-      free(own_dir);
-      napi_throw_error(env, "ENOMEM", "kern-sandbox: out of memory");
-      return false;
-    }
-    addon->held = h;
-    addon->held_cap = cap;
-  }
-  addon->held[addon->nheld].fd = fd;
-  addon->held[addon->nheld].own_dir = own_dir;
-  addon->nheld++;
-  return true;
-}
-
-bool ks_addon_release(struct ks_addon *addon, int fd) {
-  for (size_t i = 0; i < addon->nheld; i++) {
-    if (addon->held[i].fd == fd) {
-      free(addon->held[i].own_dir);
-      addon->held[i] = addon->held[--addon->nheld];
-      return true;
-    }
-  }
-  return false;
-}
-
-bool ks_addon_holds(const struct ks_addon *addon, int fd) {
-  for (size_t i = 0; i < addon->nheld; i++) {
-    if (addon->held[i].fd == fd)
-      return true;
-  }
-  return false;
-}
-
-void ks_addon_drop_held(struct ks_addon *addon) {
-  for (size_t i = 0; i < addon->nheld; i++) {
-    struct ks_held *h = &addon->held[i];
-    if (h->own_dir != NULL) {
-      struct ks_err err;
-      /* Beneath the held descriptor, never following a link a box planted,
-       * as Sandbox.close() does. */
-      if (ks_ws_remove_tree(h->fd, &err) == 0)
-        (void) rmdir(h->own_dir);
-      free(h->own_dir);
-    }
-    (void) close(h->fd);
-  }
-  free(addon->held);
-  addon->held = NULL;
-  addon->nheld = addon->held_cap = 0;
-}
-
 static void ks__env_cleanup(void *arg) {
   /* No box outlives its environment, Worker termination included; and no
    * session's descriptor or created workspace either (a Worker that ends
@@ -213,7 +159,7 @@ static napi_value ks__init(napi_env env, napi_value exports) {
       return NULL;
     }
   }
-  if (!ks_napi_init_run(env, exports)) {
+  if (!ks_napi_init_run(env, exports) || !ks_napi_init_cell(env, exports)) {
     ks_napi_throw_last(env);
     return NULL;
   }

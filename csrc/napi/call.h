@@ -1,7 +1,7 @@
-/* A JS call the supervisor is working on (a box's run, or a kernel cell),
- * and the pieces of run.c that cell.c shares: the messages that carry
- * chunks and ends to the JS thread, and the conversions of what a box or a
- * cell produced. JS-thread and supervisor-thread sides are marked. */
+/* A JS call the supervisor is working on (a box's run, or a kernel cell)
+ * (call.c): the promise and callbacks, the messages that carry chunks and
+ * ends to the JS thread through the one TSFN, and the event-loop hold.
+ * JS-thread and supervisor-thread sides are marked. */
 #ifndef KS_NAPI_CALL_H
 #define KS_NAPI_CALL_H
 
@@ -12,6 +12,7 @@
 #include "../core/box/supervisor.h"
 #include "../core/box/text.h"
 #include "addon.h"
+#include "convert.h"
 
 /* Bytes of onStdout/onStderr chunks queued for JS per call; past this a
  * slow callback loses chunks (the documented best-effort contract) instead
@@ -20,6 +21,13 @@
 #define KS_NAPI_STREAM_BUDGET (8u << 20)
 
 struct ks_napi_msg;
+struct ks_napi_call;
+
+/* JS thread: settles the call's promise from what ended (a box or a cell):
+ * the hook of the call's kind (run.c for boxes, cell.c for cells). */
+typedef void (*ks_napi_settle_fn)(napi_env env, struct ks_napi_call *call, struct ks_box *box,
+                                  struct ks_cell *cell);
+
 
 struct ks_napi_call {
   struct ks_addon *addon;
@@ -34,10 +42,8 @@ struct ks_napi_call {
    * never keeps the process alive; JS holds the loop while it waits for
    * such a box's end (holdLoop). */
   bool parked;
-  /* Non-ASCII output decoded before the JS thread sees it. */
-  struct ks_text text[2];
-  bool decoded[2];
-  bool ascii[2]; /* found by ks_napi_decode_outputs: wrap the bytes as they are */
+  struct ks_napi_output output; /* its captured output, decoded off the JS thread */
+  ks_napi_settle_fn settle;
   /* The message that hands the finished box or cell to the JS thread,
    * allocated with the call: if it could fail at the end, the promise would
    * never settle, and freeing the call there would free it under its
@@ -58,9 +64,10 @@ struct ks_napi_msg {
 };
 
 /* JS thread: a call with its callbacks (functions or anything else: none)
- * referenced; NULL with an exception pending. */
+ * referenced, settled by settle; NULL with an exception pending. */
 struct ks_napi_call *ks_napi_call_new(napi_env env, struct ks_addon *addon,
-                                      const napi_value cbs[2], const bool stream[2]);
+                                      const napi_value cbs[2], const bool stream[2],
+                                      ks_napi_settle_fn settle);
 /* JS thread (env NULL: the environment is gone). */
 void ks_napi_call_free(napi_env env, struct ks_napi_call *call);
 /* JS thread: the supervisor, started on first use. */
@@ -74,22 +81,9 @@ void ks_napi_loop_release(napi_env env, struct ks_addon *addon);
 /* Supervisor thread: a chunk for the call's callback. */
 void ks_napi_queue_chunk(struct ks_napi_call *call, enum ks_stream s, const char *data,
                          size_t len);
-/* Scan or supervisor thread: decodes non-ASCII output off the JS thread. */
-void ks_napi_decode_outputs(struct ks_napi_call *call, struct ks_outbuf out[2]);
 /* Supervisor or scan thread: hands the end to the JS thread. */
 void ks_napi_send_done(struct ks_napi_call *call, struct ks_box *box, struct ks_cell *cell);
 
-/* JS thread: the captured bytes of one stream as a string (takes them). */
-napi_value ks_napi_take_output(napi_env env, struct ks_napi_call *call, struct ks_outbuf *b,
-                               int stream);
-napi_value ks_napi_number(napi_env env, double v);
-napi_value ks_napi_bool(napi_env env, bool v);
-napi_value ks_napi_null(napi_env env);
-/* [json, ...]: the rich results, each a string (UTF-8 JSON). */
-napi_value ks_napi_results_value(napi_env env, const struct ks_results *r);
-
-/* cell.c: settles a finished cell's promise (JS thread). */
-void ks_napi_settle_cell(napi_env env, struct ks_napi_call *call, struct ks_cell *cell);
 /* cell.c: registers kernelCell. */
 bool ks_napi_init_cell(napi_env env, napi_value exports);
 

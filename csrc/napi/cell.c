@@ -84,16 +84,19 @@ static napi_value ks__cell_object(napi_env env, struct ks_napi_call *call, struc
       !KS__SET_NUM("systemCpuMs", (double) (ended ? e->stime_us : d->stime_us) / 1e3) ||
       !KS__SET_NUM("maxRssKb", ended ? e->maxrss_kb : d->maxrss_kb))
     return NULL;
-  out = ks_napi_take_output(env, call, &res->out[KS_STDOUT], KS_STDOUT);
+  out = ks_napi_take_output(env, &call->output, &res->out[KS_STDOUT], KS_STDOUT);
   if (out == NULL || !ks_napi_set(env, obj, "stdout", out))
     return NULL;
-  out = ks_napi_take_output(env, call, &res->out[KS_STDERR], KS_STDERR);
+  out = ks_napi_take_output(env, &call->output, &res->out[KS_STDERR], KS_STDERR);
   if (out == NULL || !ks_napi_set(env, obj, "stderr", out))
     return NULL;
   return obj;
 }
 
-void ks_napi_settle_cell(napi_env env, struct ks_napi_call *call, struct ks_cell *cell) {
+/* The call's settle hook (call.h): the cell's promise from its end. */
+static void ks__settle_cell(napi_env env, struct ks_napi_call *call, struct ks_box *box,
+                            struct ks_cell *cell) {
+  (void) box;
   napi_value value = ks__cell_object(env, call, cell);
   if (value != NULL)
     (void) napi_resolve_deferred(env, call->deferred, value);
@@ -171,7 +174,7 @@ static napi_value ks__kernel_cell(napi_env env, napi_callback_info info) {
   }
   if (!ks__cell_request(env, argv, &req))
     return NULL;
-  call = ks_napi_call_new(env, addon, argv + 8, req.stream);
+  call = ks_napi_call_new(env, addon, argv + 8, req.stream, ks__settle_cell);
   if (call == NULL)
     goto fail;
   ks_err_clear(&err);

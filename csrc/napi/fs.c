@@ -1,5 +1,5 @@
 /* Workspace file operations for the JS facade: wsOpen, wsClose, wsCloseLater,
- * wsWriteFile, wsReadFile, wsList, wsScan, wsDiff, wsRemoveTree; and kernOpen.
+ * wsWriteFile, wsReadFile, wsList, wsRemoveTree; and kernOpen.
  *
  * Glue only: unpack arguments on the JS thread, run exactly one core call
  * from wsfs.c or wsscan.c on a libuv worker (napi async work), and settle a
@@ -21,13 +21,12 @@
 #include "../core/workspace/wsfs.h"
 #include "../core/workspace/wsscan.h"
 #include "addon.h"
+#include "convert.h"
 
 enum ks__fs_op {
   KS__FS_WRITE,
   KS__FS_READ,
   KS__FS_LIST,
-  KS__FS_SCAN,
-  KS__FS_DIFF,
   KS__FS_REMOVE_TREE,
 };
 
@@ -35,13 +34,12 @@ struct ks__fs_task {
   enum ks__fs_op op;
   napi_async_work work;
   napi_deferred deferred;
-  napi_ref ref; /* the Buffer being written, or the scan diffed against */
+  napi_ref ref; /* the Buffer being written */
   int rootfd; /* our own duplicate, closed when the task is freed */
   char *rel;
   const void *data; /* wsWriteFile: the Buffer's bytes, kept alive by ref */
   size_t len;
   size_t max;
-  const struct ks_ws_scan *before;
   int result;
   struct ks_err err;
   /* results, owned by the task until handed to JS */
@@ -49,12 +47,7 @@ struct ks__fs_task {
   size_t out_len;
   struct ks_ws_entry *entries;
   size_t n;
-  struct ks_ws_scan *scan;
-  struct ks_ws_change *changes;
 };
-
-/* Marks the objects wsScan returns, so wsDiff never unwraps a foreign one. */
-static const napi_type_tag ks__scan_tag = {0x6b65726e5f736361ULL, 0x6e5f776f726b7370ULL};
 
 /* ---- worker thread -------------------------------------------------------- */
 
@@ -72,13 +65,6 @@ static void ks__fs_execute(napi_env env, void *data) {
     break;
   case KS__FS_LIST:
     t->result = ks_ws_list(t->rootfd, t->rel, &t->entries, &t->n, &t->err);
-    break;
-  case KS__FS_SCAN:
-    t->result = ks_ws_scan(t->rootfd, &t->scan, &t->err);
-    break;
-  case KS__FS_DIFF:
-    t->result =
-        ks_ws_rescan_diff(t->rootfd, t->before, &t->scan, &t->changes, &t->n, &t->err);
     break;
   case KS__FS_REMOVE_TREE:
     t->result = ks_ws_remove_tree(t->rootfd, &t->err);
@@ -98,71 +84,7 @@ static void ks__fs_task_free(napi_env env, struct ks__fs_task *t) {
   free(t->rel);
   free(t->out_data);
   free(t->entries);
-  ks_ws_scan_free(t->scan);
-  free(t->changes);
   free(t);
-}
-
-/* Strict UTF-8 (no overlongs, no surrogates): exactly the byte strings a JS
- * string converts back to unchanged. */
-static bool ks__utf8_valid(const unsigned char *s, size_t len) {
-  size_t i = 0;
-
-  while (i < len) {
-    unsigned c = s[i];
-    unsigned cp;
-    unsigned min;
-    size_t more;
-
-    if (c < 0x80) {
-      i++;
-      continue;
-    }
-    if ((c & 0xE0) == 0xC0) {
-      more = 1;
-      cp = c & 0x1F;
-      min = 0x80;
-    } else if ((c & 0xF0) == 0xE0) {
-      more = 2;
-      cp = c & 0x0F;
-      min = 0x800;
-    } else if ((c & 0xF8) == 0xF0) {
-      more = 3;
-      cp = c & 0x07;
-      min = 0x10000;
-    } else {
-      return false;
-    }
-    if (len - i - 1 < more)
-      return false;
-    for (size_t k = 1; k <= more; k++) {
-      unsigned b = s[i + k];
-      if ((b & 0xC0) != 0x80)
-        return false;
-      cp = (cp << 6) | (b & 0x3F);
-    }
-    if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
-      return false;
-    i += more + 1;
-  }
-  return true;
-}
-
-/* A path as a string, or, when its bytes are not UTF-8, as a Buffer of the
- * raw name: a string would turn them into U+FFFD and alias other names
- * (A23). */
-static napi_value ks__path_value(napi_env env, const char *path) {
-  size_t len = strlen(path);
-  napi_value v = NULL;
-  void *copy;
-
-  if (ks__utf8_valid((const unsigned char *) path, len)) {
-    if (napi_create_string_utf8(env, path, len, &v) != napi_ok)
-      return NULL;
-  } else if (napi_create_buffer_copy(env, len, path, &copy, &v) != napi_ok) {
-    return NULL;
-  }
-  return v;
 }
 
 static void ks__free_external(napi_env env, void *data, void *hint) {
@@ -199,7 +121,7 @@ static napi_value ks__list_value(napi_env env, struct ks__fs_task *t) {
     return NULL;
   for (size_t i = 0; i < t->n; i++) {
     napi_value pair;
-    napi_value path = ks__path_value(env, t->entries[i].path);
+    napi_value path = ks_napi_path_value(env, t->entries[i].path);
     napi_value size;
     if (path == NULL || napi_create_array_with_length(env, 2, &pair) != napi_ok ||
         napi_create_double(env, (double) t->entries[i].size, &size) != napi_ok ||
@@ -209,107 +131,6 @@ static napi_value ks__list_value(napi_env env, struct ks__fs_task *t) {
       return NULL;
   }
   return arr;
-}
-
-/* A call's changed files, packed for the JS thread: building 10,000
- * {path, size, change} objects through N-API (six calls each) blocked the
- * event loop for 20-60 ms, so the engine hands over four values and
- * lib/changes.js builds the objects in plain JS:
- *   paths  every path that is valid UTF-8, joined by "\0" ("" for the others)
- *   sizes  Float64Array of sizes
- *   kinds  Uint8Array of KS_WS_CREATED / KS_WS_MODIFIED
- *   raw    null, or a sparse array: at index i, the bytes of path i as a
- *          Buffer when they are not valid UTF-8 (readdir's answer as it is) */
-napi_value ks_napi_changes_value(napi_env env, const struct ks_ws_change *changes, size_t n) {
-  napi_value out = NULL;
-  napi_value paths = NULL;
-  napi_value sizes = NULL;
-  napi_value kinds = NULL;
-  napi_value raw = NULL;
-  napi_value ab;
-  void *data;
-  size_t total = 0;
-  char *joined;
-  char *p;
-
-  for (size_t i = 0; i < n; i++)
-    total += strlen(changes[i].path) + 1;
-  joined = malloc(total ? total : 1);
-  if (joined == NULL) {
-    (void) napi_throw_error(env, "ENOMEM", "out of memory for the changed files");
-    return NULL;
-  }
-  p = joined;
-  for (size_t i = 0; i < n; i++) {
-    size_t len = strlen(changes[i].path);
-    if (ks__utf8_valid((const unsigned char *) changes[i].path, len)) {
-      memcpy(p, changes[i].path, len);
-      p += len;
-    } else {
-      napi_value buf;
-      void *copy;
-      if ((raw == NULL && napi_create_array(env, &raw) != napi_ok) ||
-          napi_create_buffer_copy(env, len, changes[i].path, &copy, &buf) != napi_ok ||
-          napi_set_element(env, raw, (uint32_t) i, buf) != napi_ok)
-        goto done;
-    }
-    if (i + 1 < n)
-      *p++ = '\0';
-  }
-  if (napi_create_string_utf8(env, joined, (size_t) (p - joined), &paths) != napi_ok)
-    goto done;
-  if (napi_create_arraybuffer(env, n * sizeof(double), &data, &ab) != napi_ok)
-    goto done;
-  for (size_t i = 0; i < n; i++)
-    ((double *) data)[i] = (double) changes[i].size;
-  if (napi_create_typedarray(env, napi_float64_array, n, ab, 0, &sizes) != napi_ok)
-    goto done;
-  if (napi_create_arraybuffer(env, n, &data, &ab) != napi_ok)
-    goto done;
-  for (size_t i = 0; i < n; i++)
-    ((uint8_t *) data)[i] = (uint8_t) changes[i].kind;
-  if (napi_create_typedarray(env, napi_uint8_array, n, ab, 0, &kinds) != napi_ok)
-    goto done;
-  if (raw == NULL && napi_get_null(env, &raw) != napi_ok)
-    goto done;
-  if (napi_create_object(env, &out) != napi_ok || !ks_napi_set(env, out, "paths", paths) ||
-      !ks_napi_set(env, out, "sizes", sizes) || !ks_napi_set(env, out, "kinds", kinds) ||
-      !ks_napi_set(env, out, "raw", raw))
-    out = NULL;
-done:
-  free(joined);
-  return out;
-}
-
-static napi_value ks__diff_value(napi_env env, struct ks__fs_task *t) {
-  return ks_napi_changes_value(env, t->changes, t->n);
-}
-
-static void ks__scan_finalize(napi_env env, void *data, void *hint) {
-  struct ks_ws_scan *scan = data;
-  int64_t ignored;
-  (void) hint;
-
-  (void) napi_adjust_external_memory(env, -(int64_t) ks_ws_scan_bytes(scan), &ignored);
-  ks_ws_scan_free(scan);
-}
-
-/* An empty, frozen, tagged object owning the scan: JS can only pass it back
- * to wsDiff or drop it (the garbage collector then frees the scan). */
-static napi_value ks__scan_value(napi_env env, struct ks__fs_task *t) {
-  napi_value obj;
-  int64_t ignored;
-
-  if (napi_create_object(env, &obj) != napi_ok ||
-      napi_type_tag_object(env, obj, &ks__scan_tag) != napi_ok ||
-      napi_wrap(env, obj, t->scan, ks__scan_finalize, NULL, NULL) != napi_ok)
-    return NULL;
-  /* The wrapper owns the scan from here on, also if freezing fails. */
-  (void) napi_adjust_external_memory(env, (int64_t) ks_ws_scan_bytes(t->scan), &ignored);
-  t->scan = NULL;
-  if (napi_object_freeze(env, obj) != napi_ok)
-    return NULL;
-  return obj;
 }
 
 static napi_value ks__fs_value(napi_env env, struct ks__fs_task *t) {
@@ -325,10 +146,6 @@ static napi_value ks__fs_value(napi_env env, struct ks__fs_task *t) {
     return ks__read_value(env, t);
   case KS__FS_LIST:
     return ks__list_value(env, t);
-  case KS__FS_SCAN:
-    return ks__scan_value(env, t);
-  case KS__FS_DIFF:
-    return ks__diff_value(env, t);
   }
   return NULL;
 }
@@ -560,49 +377,6 @@ static napi_value ks__ws_list(napi_env env, napi_callback_info info) {
   return ks__fs_start(env, t, "kern-sandbox:wsList");
 }
 
-/* wsScan(rootfd) -> Promise<scan> */
-static napi_value ks__ws_scan(napi_env env, napi_callback_info info) {
-  napi_value argv[1];
-  struct ks__fs_task *t;
-
-  if (!ks__get_args(env, info, 1, argv, "wsScan(rootfd) takes 1 argument"))
-    return NULL;
-  t = ks__fs_task_new(env, KS__FS_SCAN, argv[0]);
-  if (t == NULL)
-    return NULL;
-  return ks__fs_start(env, t, "kern-sandbox:wsScan");
-}
-
-/* wsDiff(rootfd, before: scan) -> Promise<Array<[path, size, kind]>> */
-static napi_value ks__ws_diff(napi_env env, napi_callback_info info) {
-  napi_value argv[2];
-  struct ks__fs_task *t;
-  napi_valuetype type;
-  bool tagged = false;
-  void *scan = NULL;
-
-  if (!ks__get_args(env, info, 2, argv, "wsDiff(rootfd, before) takes 2 arguments"))
-    return NULL;
-  if (napi_typeof(env, argv[1], &type) != napi_ok || type != napi_object ||
-      napi_check_object_type_tag(env, argv[1], &ks__scan_tag, &tagged) != napi_ok ||
-      !tagged || napi_unwrap(env, argv[1], &scan) != napi_ok || scan == NULL) {
-    napi_throw_type_error(env, "ERR_INVALID_ARG_TYPE",
-                          "kern-sandbox: before must be a value returned by wsScan");
-    return NULL;
-  }
-  t = ks__fs_task_new(env, KS__FS_DIFF, argv[0]);
-  if (t == NULL)
-    return NULL;
-  /* The worker reads the scan: keep its owner from being collected. */
-  if (napi_create_reference(env, argv[1], 1, &t->ref) != napi_ok) {
-    ks_napi_throw_last(env);
-    ks__fs_task_free(env, t);
-    return NULL;
-  }
-  t->before = scan;
-  return ks__fs_start(env, t, "kern-sandbox:wsDiff");
-}
-
 /* wsRemoveTree(rootfd) -> Promise<void> */
 static napi_value ks__ws_remove_tree(napi_env env, napi_callback_info info) {
   napi_value argv[1];
@@ -808,8 +582,6 @@ bool ks_napi_init_fs(napi_env env, napi_value exports) {
       {"wsWriteFile", ks__ws_write_file},
       {"wsReadFile", ks__ws_read_file},
       {"wsList", ks__ws_list},
-      {"wsScan", ks__ws_scan},
-      {"wsDiff", ks__ws_diff},
       {"wsRemoveTree", ks__ws_remove_tree},
   };
   return ks_napi_export(env, exports, table, KS_ARRAY_SIZE(table));

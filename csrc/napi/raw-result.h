@@ -37,7 +37,7 @@
   X(results, ks_napi_results_value(env, &res->results))                                         \
   X(resultsDropped, ks_napi_bool(env, res->results.dropped))                                    \
   X(files, ks__files_value(env, box, res))                                                      \
-  X(stdout, ks_napi_take_output(env, run, &res->out[KS_STDOUT], KS_STDOUT))                     \
-  X(stderr, ks_napi_take_output(env, run, &res->out[KS_STDERR], KS_STDERR))
+  X(stdout, ks_napi_take_output(env, &run->output, &res->out[KS_STDOUT], KS_STDOUT))                 \
+  X(stderr, ks_napi_take_output(env, &run->output, &res->out[KS_STDERR], KS_STDERR))
 
 #endif

@@ -1,8 +1,8 @@
-/* run(): hands a box to the supervisor and settles a promise when it ends.
- *
- * The supervisor reaches JS only through one threadsafe function per
- * environment, always in non-blocking mode. The TSFN is referenced only while
- * runs are in flight, so an idle addon never keeps the process alive. */
+/* run(): hands a box to the supervisor and settles its promise with the raw
+ * result (raw-result.h) when it ends; and the group natives (cancelGroup,
+ * forgetGroup, dropParked), the claim's SPEC from this thread (claimSend),
+ * the loop hold (holdLoop/releaseLoop) and the engine's counts. The call
+ * object and the TSFN that carries its end are call.c's. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
@@ -21,234 +21,6 @@
 #include "addon.h"
 #include "call.h"
 #include "raw-result.h"
-
-void ks_napi_call_free(napi_env env, struct ks_napi_call *run) {
-  /* With env NULL the environment is gone, and its references with it. */
-  if (env != NULL) {
-    for (int i = 0; i < 2; i++) {
-      if (run->cb[i] != NULL)
-        (void) napi_delete_reference(env, run->cb[i]);
-    }
-  }
-  for (int i = 0; i < 2; i++) {
-    if (run->decoded[i])
-      free(run->text[i].data);
-  }
-  free(run->done);
-  free(run);
-}
-
-/* node_api_create_external_string_latin1 and _utf16 (Node >= 20.4, still
- * marked experimental): looked up at run time, so the addon also loads where
- * they are missing (then the JS thread decodes, as napi_create_string_utf8). */
-typedef napi_status (*ks__ext_latin1_fn)(napi_env env, char *str, size_t length,
-                                          napi_finalize finalize_callback, void *finalize_hint,
-                                          napi_value *result, bool *copied);
-typedef napi_status (*ks__ext_utf16_fn)(napi_env env, char16_t *str, size_t length,
-                                         napi_finalize finalize_callback, void *finalize_hint,
-                                         napi_value *result, bool *copied);
-
-static struct {
-  _Atomic(ks__ext_latin1_fn) latin1;
-  _Atomic(ks__ext_utf16_fn) utf16;
-  _Atomic int looked;
-} ks__ext;
-
-static void ks__ext_lookup(void) {
-  if (!atomic_load(&ks__ext.looked)) {
-    atomic_store(&ks__ext.latin1, (ks__ext_latin1_fn) dlsym(
-                                      RTLD_DEFAULT, "node_api_create_external_string_latin1"));
-    atomic_store(&ks__ext.utf16, (ks__ext_utf16_fn) dlsym(
-                                     RTLD_DEFAULT, "node_api_create_external_string_utf16"));
-    atomic_store(&ks__ext.looked, 1);
-  }
-}
-
-/* ---- supervisor thread side --------------------------------------------- */
-
-static void ks__missed(struct ks_napi_call *run, enum ks_stream s, size_t len) {
-  atomic_fetch_add(&run->missed_chunks[s], 1);
-  atomic_fetch_add(&run->missed_bytes[s], len);
-}
-
-void ks_napi_queue_chunk(struct ks_napi_call *run, enum ks_stream s, const char *data,
-                         size_t len) {
-  struct ks_napi_msg *msg;
-
-  if (atomic_load(&run->queued_bytes) + len > KS_NAPI_STREAM_BUDGET) {
-    ks__missed(run, s, len);
-    return;
-  }
-  msg = malloc(sizeof *msg + len);
-  if (msg == NULL) {
-    ks__missed(run, s, len);
-    return;
-  }
-  msg->kind = KS_NAPI_MSG_CHUNK;
-  msg->run = run;
-  msg->box = NULL;
-  msg->cell = NULL;
-  msg->stream = s;
-  msg->len = len;
-  memcpy(msg->data, data, len);
-  atomic_fetch_add(&run->queued_bytes, len);
-  if (napi_call_threadsafe_function(run->addon->tsfn, msg, napi_tsfn_nonblocking) != napi_ok) {
-    atomic_fetch_sub(&run->queued_bytes, len);
-    ks__missed(run, s, len);
-    free(msg);
-  }
-}
-
-static void ks__on_output(void *ctx, struct ks_box *box, enum ks_stream s, const char *data,
-                          size_t len) {
-  (void) ctx;
-  ks_napi_queue_chunk(ks_box_user(box), s, data, len);
-}
-
-static void ks__on_cell_output(void *ctx, struct ks_cell *cell, enum ks_stream s,
-                               const char *data, size_t len) {
-  (void) ctx;
-  ks_napi_queue_chunk(ks_cell_user(cell), s, data, len);
-}
-
-/* Non-ASCII output is decoded here, off the JS thread (ASCII needs no
- * decoding: it becomes an external Latin-1 string as it is). Without the
- * external-string functions, or without memory, the JS thread decodes. */
-void ks_napi_decode_outputs(struct ks_napi_call *run, struct ks_outbuf out[2]) {
-  ks__ext_lookup();
-  if (atomic_load(&ks__ext.latin1) == NULL || atomic_load(&ks__ext.utf16) == NULL)
-    return;
-  for (int s = 0; s < 2; s++) {
-    struct ks_outbuf *b = &out[s];
-    size_t len;
-    char *bytes;
-    if (b->len == 0)
-      continue;
-    if (ks_outbuf_is_ascii(b)) {
-      run->ascii[s] = true;
-      continue;
-    }
-    bytes = ks_outbuf_take(b, &len);
-    if (ks_text_from_utf8(bytes, len, &run->text[s]) == 0) {
-      run->decoded[s] = true;
-    } else {
-      /* Put the bytes back for the JS thread's own decoding. */
-      b->data = bytes;
-      b->len = b->alloc = len;
-    }
-  }
-}
-
-void ks_napi_send_done(struct ks_napi_call *run, struct ks_box *box, struct ks_cell *cell) {
-  struct ks_napi_msg *msg = run->done;
-
-  run->done = NULL; /* the message owns itself from here */
-  msg->kind = box != NULL ? KS_NAPI_MSG_DONE : KS_NAPI_MSG_CELL_DONE;
-  msg->run = run;
-  msg->box = box;
-  msg->cell = cell;
-  msg->len = 0;
-  if (napi_call_threadsafe_function(run->addon->tsfn, msg, napi_tsfn_nonblocking) == napi_ok)
-    return;
-  /* The environment is closing: nobody is left to settle the promise, and
-   * chunks still queued reach ks__call_js without an env, which never
-   * touches their run. Only what C owns is freed. */
-  free(msg);
-  ks_napi_call_free(NULL, run);
-  ks_box_free(box);
-  ks_cell_free(cell);
-}
-
-static void ks__on_done(void *ctx, struct ks_box *box) {
-  struct ks_napi_call *run = ks_box_user(box);
-  (void) ctx;
-  ks_napi_decode_outputs(run, ks_box_result(box)->out);
-  ks_napi_send_done(run, box, NULL);
-}
-
-static void ks__on_cell_done(void *ctx, struct ks_cell *cell) {
-  struct ks_napi_call *run = ks_cell_user(cell);
-  (void) ctx;
-  ks_napi_decode_outputs(run, ks_cell_result(cell)->out);
-  ks_napi_send_done(run, NULL, cell);
-}
-
-/* ---- JS thread side ------------------------------------------------------ */
-
-static void ks__free_external(napi_env env, void *data, void *hint) {
-  (void) env;
-  (void) hint;
-  free(data);
-}
-
-/* The captured bytes of one stream as the result string, decoded as UTF-8
- * (invalid sequences become U+FFFD, as Buffer#toString does). ASCII output,
- * the common case and every flood of it, becomes an external string over
- * the buffer itself (a 64 MiB result costs 64 MiB, not twice that); other
- * output was decoded off this thread and is wrapped the same way. */
-napi_value ks_napi_take_output(napi_env env, struct ks_napi_call *run, struct ks_outbuf *b,
-                               int stream) {
-  napi_value s = NULL;
-  size_t len;
-  bool ascii = run->ascii[stream]; /* known from ks_napi_decode_outputs: no pass here */
-  char *data;
-  bool copied = false;
-
-  ks__ext_lookup();
-  if (run->decoded[stream]) {
-    struct ks_text *t = &run->text[stream];
-    napi_status st = t->kind == KS_TEXT_LATIN1
-                         ? atomic_load(&ks__ext.latin1)(env, t->data, t->length,
-                                                        ks__free_external, NULL, &s, &copied)
-                         : atomic_load(&ks__ext.utf16)(env, (char16_t *) t->data, t->length,
-                                                       ks__free_external, NULL, &s, &copied);
-    if (st != napi_ok)
-      return NULL; /* t->data is still ours: ks_napi_call_free frees it */
-    run->decoded[stream] = false; /* copied or not, the string owns it now */
-    return s;
-  }
-  data = ks_outbuf_take(b, &len);
-  if (len > 0 && ascii && atomic_load(&ks__ext.latin1) != NULL) {
-    if (atomic_load(&ks__ext.latin1)(env, data, len, ks__free_external, NULL, &s, &copied) ==
-        napi_ok)
-      return s; /* copied or not, data now belongs to the string */
-  }
-  if (napi_create_string_utf8(env, len > 0 ? data : "", len, &s) != napi_ok)
-    s = NULL;
-  free(data);
-  return s;
-}
-
-napi_value ks_napi_number(napi_env env, double v) {
-  napi_value out = NULL;
-  (void) napi_create_double(env, v, &out);
-  return out;
-}
-
-napi_value ks_napi_bool(napi_env env, bool v) {
-  napi_value out = NULL;
-  (void) napi_get_boolean(env, v, &out);
-  return out;
-}
-
-napi_value ks_napi_null(napi_env env) {
-  napi_value out = NULL;
-  (void) napi_get_null(env, &out);
-  return out;
-}
-
-napi_value ks_napi_results_value(napi_env env, const struct ks_results *r) {
-  napi_value arr;
-  if (napi_create_array_with_length(env, r->n, &arr) != napi_ok)
-    return NULL;
-  for (size_t i = 0; i < r->n; i++) {
-    napi_value s;
-    if (napi_create_string_utf8(env, r->items[i], r->lens[i], &s) != napi_ok ||
-        napi_set_element(env, arr, (uint32_t) i, s) != napi_ok)
-      return NULL;
-  }
-  return arr;
-}
 
 /* The values of the raw result's fields (raw-result.h). */
 static napi_value ks__exit_code(napi_env env, const struct ks_box_result *res) {
@@ -336,7 +108,10 @@ static bool ks__export_raw_fields(napi_env env, napi_value exports) {
   return ks_napi_set(env, exports, "RAW_RESULT_FIELDS", arr);
 }
 
-static void ks__settle(napi_env env, struct ks_napi_call *run, struct ks_box *box) {
+/* The call's settle hook (call.h): the run's promise from its box. */
+static void ks__settle(napi_env env, struct ks_napi_call *run, struct ks_box *box,
+                       struct ks_cell *cell) {
+  (void) cell;
   struct ks_box_result *res = ks_box_result(box);
   napi_value value;
 
@@ -354,99 +129,6 @@ static void ks__settle(napi_env env, struct ks_napi_call *run, struct ks_box *bo
     (void) napi_resolve_deferred(env, run->deferred, value);
   else
     ks_napi_reject_pending(env, run->deferred, "kern-sandbox: could not build the run result");
-}
-
-static void ks__deliver_chunk(napi_env env, struct ks_napi_msg *msg) {
-  struct ks_napi_call *run = msg->run;
-  napi_value cb = NULL;
-  napi_value buf;
-  napi_value undefined;
-  napi_value ignored;
-  void *data;
-
-  atomic_fetch_sub(&run->queued_bytes, msg->len);
-  if (run->cb[msg->stream] == NULL ||
-      napi_get_reference_value(env, run->cb[msg->stream], &cb) != napi_ok || cb == NULL)
-    return;
-  if (napi_create_buffer_copy(env, msg->len, msg->data, &data, &buf) != napi_ok ||
-      napi_get_undefined(env, &undefined) != napi_ok)
-    return;
-  if (napi_call_function(env, undefined, cb, 1, &buf, &ignored) != napi_ok) {
-    /* A callback that throws changes nothing: the run goes on. */
-    napi_value exception;
-    (void) napi_get_and_clear_last_exception(env, &exception);
-  }
-}
-
-static void ks__call_js(napi_env env, napi_value js_cb, void *context, void *data) {
-  struct ks_addon *addon = context;
-  struct ks_napi_msg *msg = data;
-  (void) js_cb;
-
-  if (msg->kind == KS_NAPI_MSG_CHUNK) {
-    if (env != NULL) /* NULL: teardown, nobody left to deliver to */
-      ks__deliver_chunk(env, msg);
-    free(msg);
-    return;
-  }
-  if (env != NULL) {
-    if (msg->kind == KS_NAPI_MSG_CELL_DONE)
-      ks_napi_settle_cell(env, msg->run, msg->cell);
-    else
-      ks__settle(env, msg->run, msg->box);
-    if (!msg->run->parked)
-      ks_napi_loop_release(env, addon);
-  }
-  ks_napi_call_free(env, msg->run);
-  if (msg->box != NULL)
-    ks_addon_release_after_turn(env, addon, ks_box_take_release(msg->box));
-  ks_box_free(msg->box);
-  ks_cell_free(msg->cell);
-  free(msg);
-}
-
-void ks_addon_shutdown(struct ks_addon *addon) {
-  if (addon->shut_down)
-    return;
-  addon->shut_down = true;
-  if (addon->sup != NULL) {
-    ks_sup_shutdown(addon->sup);
-    addon->sup = NULL;
-  }
-}
-
-static void ks__tsfn_finalize(napi_env env, void *data, void *hint) {
-  struct ks_addon *addon = data;
-  (void) env;
-  (void) hint;
-  /* The TSFN is about to be deleted: the supervisor must be stopped (and so
-   * stop calling it) before this returns. */
-  ks_addon_shutdown(addon);
-  addon->tsfn = NULL;
-}
-
-int ks_napi_ensure_supervisor(napi_env env, struct ks_addon *addon, struct ks_err *err) {
-  static const struct ks_sup_hooks hooks = {.on_output = ks__on_output,
-                                            .on_done = ks__on_done,
-                                            .on_cell_output = ks__on_cell_output,
-                                            .on_cell_done = ks__on_cell_done};
-  napi_value name;
-
-  if (addon->sup != NULL)
-    return 0;
-  if (addon->shut_down)
-    return ks_err_set(err, ECANCELED, "spawn", NULL);
-  if (addon->tsfn == NULL) {
-    if (napi_create_string_utf8(env, "kern-sandbox supervisor", NAPI_AUTO_LENGTH, &name) !=
-            napi_ok ||
-        napi_create_threadsafe_function(env, NULL, NULL, name, 0, 1, addon, ks__tsfn_finalize,
-                                        addon, ks__call_js, &addon->tsfn) != napi_ok)
-      return ks_err_set(err, ENOMEM, "napi_create_threadsafe_function", NULL);
-    /* Held only while something waits on it (ks_napi_loop_hold). */
-    if (addon->loop_holds == 0)
-      (void) napi_unref_threadsafe_function(env, addon->tsfn);
-  }
-  return ks_sup_start(&hooks, addon, &addon->sup, err);
 }
 
 /* ---- run(path, argv, envp, envData, tmpdir, stopArgv, timeoutMs, cap,
@@ -763,7 +445,7 @@ static napi_value ks__run(napi_env env, napi_callback_info info) {
   }
   if (!ks__get_request(env, argv, &req, &shared) || !ks__take_begun(env, argv[14], &req))
     goto fail;
-  run = ks_napi_call_new(env, addon, argv + 8, req.stream);
+  run = ks_napi_call_new(env, addon, argv + 8, req.stream, ks__settle);
   if (run == NULL)
     goto fail;
   /* Neither an idle prewarmed box nor an idle kernel keeps the process
@@ -814,55 +496,6 @@ fail:
   if (run != NULL)
     ks_napi_call_free(env, run);
   return NULL;
-}
-
-struct ks_napi_call *ks_napi_call_new(napi_env env, struct ks_addon *addon,
-                                      const napi_value cbs[2], const bool stream[2]) {
-  struct ks_napi_call *run = calloc(1, sizeof *run);
-  if (run == NULL) {
-    napi_throw_error(env, "ENOMEM", "kern-sandbox: out of memory");
-    return NULL;
-  }
-  run->addon = addon;
-  run->done = malloc(sizeof *run->done);
-  if (run->done == NULL) {
-    napi_throw_error(env, "ENOMEM", "kern-sandbox: out of memory");
-    ks_napi_call_free(env, run);
-    return NULL;
-  }
-  for (int s = 0; s < 2; s++) {
-    if (stream[s] && napi_create_reference(env, cbs[s], 1, &run->cb[s]) != napi_ok) {
-      ks_napi_throw_last(env);
-      ks_napi_call_free(env, run);
-      return NULL;
-    }
-  }
-  return run;
-}
-
-void ks_napi_call_begun(napi_env env, struct ks_napi_call *run) {
-  if (!run->parked)
-    ks_napi_loop_hold(env, run->addon);
-}
-
-/* The rule for the event loop (every unref of ours follows it): the addon
- * may leave the loop free only while no promise it returned is pending on
- * something JS waits for. Every promise of a box or a cell settles through
- * the TSFN, so the TSFN is held (ref'd) while any such promise is awaited:
- * a call's own promise from its submission (ks_napi_call_begun), and a
- * parked or kernel box's end while JS waits for it (holdLoop, below). An
- * idle prewarmed box or an open kernel holds nothing, so a program that
- * forgets a Sandbox still exits. */
-void ks_napi_loop_hold(napi_env env, struct ks_addon *addon) {
-  if (addon->loop_holds++ == 0 && addon->tsfn != NULL)
-    (void) napi_ref_threadsafe_function(env, addon->tsfn);
-}
-
-void ks_napi_loop_release(napi_env env, struct ks_addon *addon) {
-  if (addon->loop_holds == 0)
-    return;
-  if (--addon->loop_holds == 0 && addon->tsfn != NULL)
-    (void) napi_unref_threadsafe_function(env, addon->tsfn);
 }
 
 /* holdLoop() / releaseLoop(): JS is about to wait / has waited for a box
@@ -1137,7 +770,7 @@ bool ks_napi_init_run(napi_env env, napi_value exports) {
   napi_value v;
 
   if (!ks_napi_export(env, exports, fns, sizeof fns / sizeof fns[0]) ||
-      !ks_napi_init_cell(env, exports) || !ks__export_raw_fields(env, exports))
+      !ks__export_raw_fields(env, exports))
     return false;
   if (napi_create_int32(env, KS_BOX_STARTED_FD, &v) != napi_ok ||
       !ks_napi_set(env, exports, "STARTED_FD", v))

@@ -1,0 +1,234 @@
+/* A JS call the supervisor works on (call.h): its creation and end, the
+ * messages that carry its output chunks and its end to the JS thread
+ * through the addon's one TSFN, the supervisor's hooks that queue them, and
+ * the event-loop hold. What a call's end becomes in JS is its kind's hook
+ * (call->settle: run.c for a box, cell.c for a cell). */
+#define _GNU_SOURCE
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "call.h"
+
+void ks_napi_call_free(napi_env env, struct ks_napi_call *run) {
+  /* With env NULL the environment is gone, and its references with it. */
+  if (env != NULL) {
+    for (int i = 0; i < 2; i++) {
+      if (run->cb[i] != NULL)
+        (void) napi_delete_reference(env, run->cb[i]);
+    }
+  }
+  ks_napi_output_free(&run->output);
+  free(run->done);
+  free(run);
+}
+
+static void ks__missed(struct ks_napi_call *run, enum ks_stream s, size_t len) {
+  atomic_fetch_add(&run->missed_chunks[s], 1);
+  atomic_fetch_add(&run->missed_bytes[s], len);
+}
+
+void ks_napi_queue_chunk(struct ks_napi_call *run, enum ks_stream s, const char *data,
+                         size_t len) {
+  struct ks_napi_msg *msg;
+
+  if (atomic_load(&run->queued_bytes) + len > KS_NAPI_STREAM_BUDGET) {
+    ks__missed(run, s, len);
+    return;
+  }
+  msg = malloc(sizeof *msg + len);
+  if (msg == NULL) {
+    ks__missed(run, s, len);
+    return;
+  }
+  msg->kind = KS_NAPI_MSG_CHUNK;
+  msg->run = run;
+  msg->box = NULL;
+  msg->cell = NULL;
+  msg->stream = s;
+  msg->len = len;
+  memcpy(msg->data, data, len);
+  atomic_fetch_add(&run->queued_bytes, len);
+  if (napi_call_threadsafe_function(run->addon->tsfn, msg, napi_tsfn_nonblocking) != napi_ok) {
+    atomic_fetch_sub(&run->queued_bytes, len);
+    ks__missed(run, s, len);
+    free(msg);
+  }
+}
+
+static void ks__on_output(void *ctx, struct ks_box *box, enum ks_stream s, const char *data,
+                          size_t len) {
+  (void) ctx;
+  ks_napi_queue_chunk(ks_box_user(box), s, data, len);
+}
+
+static void ks__on_cell_output(void *ctx, struct ks_cell *cell, enum ks_stream s,
+                               const char *data, size_t len) {
+  (void) ctx;
+  ks_napi_queue_chunk(ks_cell_user(cell), s, data, len);
+}
+
+void ks_napi_send_done(struct ks_napi_call *run, struct ks_box *box, struct ks_cell *cell) {
+  struct ks_napi_msg *msg = run->done;
+
+  run->done = NULL; /* the message owns itself from here */
+  msg->kind = box != NULL ? KS_NAPI_MSG_DONE : KS_NAPI_MSG_CELL_DONE;
+  msg->run = run;
+  msg->box = box;
+  msg->cell = cell;
+  msg->len = 0;
+  if (napi_call_threadsafe_function(run->addon->tsfn, msg, napi_tsfn_nonblocking) == napi_ok)
+    return;
+  /* The environment is closing: nobody is left to settle the promise, and
+   * chunks still queued reach ks__call_js without an env, which never
+   * touches their run. Only what C owns is freed. */
+  free(msg);
+  ks_napi_call_free(NULL, run);
+  ks_box_free(box);
+  ks_cell_free(cell);
+}
+
+static void ks__on_done(void *ctx, struct ks_box *box) {
+  struct ks_napi_call *run = ks_box_user(box);
+  (void) ctx;
+  ks_napi_decode_outputs(&run->output, ks_box_result(box)->out);
+  ks_napi_send_done(run, box, NULL);
+}
+
+static void ks__on_cell_done(void *ctx, struct ks_cell *cell) {
+  struct ks_napi_call *run = ks_cell_user(cell);
+  (void) ctx;
+  ks_napi_decode_outputs(&run->output, ks_cell_result(cell)->out);
+  ks_napi_send_done(run, NULL, cell);
+}
+
+static void ks__deliver_chunk(napi_env env, struct ks_napi_msg *msg) {
+  struct ks_napi_call *run = msg->run;
+  napi_value cb = NULL;
+  napi_value buf;
+  napi_value undefined;
+  napi_value ignored;
+  void *data;
+
+  atomic_fetch_sub(&run->queued_bytes, msg->len);
+  if (run->cb[msg->stream] == NULL ||
+      napi_get_reference_value(env, run->cb[msg->stream], &cb) != napi_ok || cb == NULL)
+    return;
+  if (napi_create_buffer_copy(env, msg->len, msg->data, &data, &buf) != napi_ok ||
+      napi_get_undefined(env, &undefined) != napi_ok)
+    return;
+  if (napi_call_function(env, undefined, cb, 1, &buf, &ignored) != napi_ok) {
+    /* A callback that throws changes nothing: the run goes on. */
+    napi_value exception;
+    (void) napi_get_and_clear_last_exception(env, &exception);
+  }
+}
+
+static void ks__call_js(napi_env env, napi_value js_cb, void *context, void *data) {
+  struct ks_addon *addon = context;
+  struct ks_napi_msg *msg = data;
+  (void) js_cb;
+
+  if (msg->kind == KS_NAPI_MSG_CHUNK) {
+    if (env != NULL) /* NULL: teardown, nobody left to deliver to */
+      ks__deliver_chunk(env, msg);
+    free(msg);
+    return;
+  }
+  if (env != NULL) {
+    msg->run->settle(env, msg->run, msg->box, msg->cell);
+    if (!msg->run->parked)
+      ks_napi_loop_release(env, addon);
+  }
+  ks_napi_call_free(env, msg->run);
+  if (msg->box != NULL)
+    ks_addon_release_after_turn(env, addon, ks_box_take_release(msg->box));
+  ks_box_free(msg->box);
+  ks_cell_free(msg->cell);
+  free(msg);
+}
+
+static void ks__tsfn_finalize(napi_env env, void *data, void *hint) {
+  struct ks_addon *addon = data;
+  (void) env;
+  (void) hint;
+  /* The TSFN is about to be deleted: the supervisor must be stopped (and so
+   * stop calling it) before this returns. */
+  ks_addon_shutdown(addon);
+  addon->tsfn = NULL;
+}
+
+int ks_napi_ensure_supervisor(napi_env env, struct ks_addon *addon, struct ks_err *err) {
+  static const struct ks_sup_hooks hooks = {.on_output = ks__on_output,
+                                            .on_done = ks__on_done,
+                                            .on_cell_output = ks__on_cell_output,
+                                            .on_cell_done = ks__on_cell_done};
+  napi_value name;
+
+  if (addon->sup != NULL)
+    return 0;
+  if (addon->shut_down)
+    return ks_err_set(err, ECANCELED, "spawn", NULL);
+  if (addon->tsfn == NULL) {
+    if (napi_create_string_utf8(env, "kern-sandbox supervisor", NAPI_AUTO_LENGTH, &name) !=
+            napi_ok ||
+        napi_create_threadsafe_function(env, NULL, NULL, name, 0, 1, addon, ks__tsfn_finalize,
+                                        addon, ks__call_js, &addon->tsfn) != napi_ok)
+      return ks_err_set(err, ENOMEM, "napi_create_threadsafe_function", NULL);
+    /* Held only while something waits on it (ks_napi_loop_hold). */
+    if (addon->loop_holds == 0)
+      (void) napi_unref_threadsafe_function(env, addon->tsfn);
+  }
+  return ks_sup_start(&hooks, addon, &addon->sup, err);
+}
+
+struct ks_napi_call *ks_napi_call_new(napi_env env, struct ks_addon *addon,
+                                      const napi_value cbs[2], const bool stream[2],
+                                      ks_napi_settle_fn settle) {
+  struct ks_napi_call *run = calloc(1, sizeof *run);
+  if (run == NULL) {
+    napi_throw_error(env, "ENOMEM", "kern-sandbox: out of memory");
+    return NULL;
+  }
+  run->addon = addon;
+  run->settle = settle;
+  run->done = malloc(sizeof *run->done);
+  if (run->done == NULL) {
+    napi_throw_error(env, "ENOMEM", "kern-sandbox: out of memory");
+    ks_napi_call_free(env, run);
+    return NULL;
+  }
+  for (int s = 0; s < 2; s++) {
+    if (stream[s] && napi_create_reference(env, cbs[s], 1, &run->cb[s]) != napi_ok) {
+      ks_napi_throw_last(env);
+      ks_napi_call_free(env, run);
+      return NULL;
+    }
+  }
+  return run;
+}
+
+void ks_napi_call_begun(napi_env env, struct ks_napi_call *run) {
+  if (!run->parked)
+    ks_napi_loop_hold(env, run->addon);
+}
+
+/* The rule for the event loop (every unref of ours follows it): the addon
+ * may leave the loop free only while no promise it returned is pending on
+ * something JS waits for. Every promise of a box or a cell settles through
+ * the TSFN, so the TSFN is held (ref'd) while any such promise is awaited:
+ * a call's own promise from its submission (ks_napi_call_begun), and a
+ * parked or kernel box's end while JS waits for it (holdLoop, below). An
+ * idle prewarmed box or an open kernel holds nothing, so a program that
+ * forgets a Sandbox still exits. */
+void ks_napi_loop_hold(napi_env env, struct ks_addon *addon) {
+  if (addon->loop_holds++ == 0 && addon->tsfn != NULL)
+    (void) napi_ref_threadsafe_function(env, addon->tsfn);
+}
+
+void ks_napi_loop_release(napi_env env, struct ks_addon *addon) {
+  if (addon->loop_holds == 0)
+    return;
+  if (--addon->loop_holds == 0 && addon->tsfn != NULL)
+    (void) napi_unref_threadsafe_function(env, addon->tsfn);
+}
