@@ -2,7 +2,7 @@
 
 // Waiting for a box whose run holds nothing on the event loop.
 //
-// The rule (csrc/napi/run.c, ks_napi_loop_hold): the package may leave the
+// The rule (csrc/napi/call.c, ks_napi_loop_hold): the package may leave the
 // event loop free only while no promise it returned waits on something that
 // holds nothing. A prewarmed box and a kernel's box hold nothing while they
 // idle, so that a program that forgets a Sandbox still exits; once JS kills

@@ -16,7 +16,7 @@
  *
  * The check handle is made on first use. It never keeps the loop alive (a
  * check phase follows every poll phase whatever its refs; no promise waits
- * on it: the rule is ks_napi_loop_hold's, in run.c), and it is closed
+ * on it: the rule is ks_napi_loop_hold's, in call.c), and it is closed
  * at the environment's teardown through an async cleanup hook, which Node
  * waits for; it lives in memory of its own, for the close completes after
  * the addon's instance data may be gone. */
