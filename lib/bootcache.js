@@ -1,8 +1,8 @@
 "use strict";
 
-// The boot's bytecode, per kern and image: compiling python-boot.py costs
-// every interpreter box 4-6 ms (measured in a real kern box); loading its
-// marshalled code ~0.1 ms (lib/inbox/python-load.py). The code is compiled
+// The boot's bytecode, per kern and image: loading marshalled code
+// (lib/inbox/python-load.py) costs an interpreter box a small fraction of
+// compiling python-boot.py (bench/README.md has the figures). The code is compiled
 // once per process, kern and image, by a box of its own that runs nothing
 // but lib/inbox/python-compile.py under `python3 -I -S`, with no session's
 // environment, mounts, network or workspace: a box that ran a session's
@@ -29,7 +29,7 @@ const compiling = new Set(); // their promises, for compilesSettled()
 const workspaces = new Set(); // compile boxes' workspaces, removed at exit too
 let exitHook = false;
 
-const names = new Map(); // `${kern}\0${image}` -> binName's answer (a hash per call costs ~15 us)
+const names = new Map(); // `${kern}\0${image}` -> binName's answer: no hash on a call's path
 
 /** The file name of the boot's bytecode for boxes of this kern and image. */
 function binName(kern, image) {

@@ -97,11 +97,9 @@ const MEMORY_FS = new Set(["tmpfs", "ramfs"]);
  * Where kern keeps each box's scratch layer and its registry. Every box's
  * start and teardown write and remove files there; on a disk file system
  * they wait on its journal (and, mounted with discard, on the device's
- * discards) behind whatever else writes to it. Measured on a VM whose
- * /run/user/0 was a directory on an ext4 root mounted with discard
- * (bench/README.md): kern's lookups there stalled 20-350 ms at times, and
- * the p99 of 200 prewarmed calls went over 6 ms (to 19 ms) in 5 of 17 runs,
- * in none of 10 with a tmpfs there.
+ * discards) behind whatever else writes to it, and the tail of a call's
+ * latency follows those waits; a tmpfs has neither (bench/README.md has
+ * the figures).
  */
 function runtimeDirCheck(env) {
   const rt = kernRuntimeDir(env);

@@ -66,10 +66,9 @@ const INIT_BINARY = findInitBinary();
  * each box runs first. Beside it only the Python boot's text (boot.py) and
  * its bytecode per kern and image (lib/bootcache.js), read-only as well,
  * what python-load.py runs in interpreter boxes. One per process, not per
- * session: creating and removing a file per session cost 3-45 ms a session
- * on this host's journaled /tmp right after kern's teardown wrote there
- * (measured), for no gain in isolation (the sessions of one process trust
- * each other). Removed when the process (or Worker) exits; a directory
+ * session: a file made and removed per session waits on a journaled /tmp
+ * behind kern's teardown writes, for no gain in isolation (the sessions of
+ * one process trust each other). Removed when the process (or Worker) exits; a directory
  * left by a process that was SIGKILLed is removed by the next one to start
  * in the same PID namespace (its name says which: a pid alone means nothing
  * to a process in another namespace sharing this TMPDIR, where the owner

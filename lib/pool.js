@@ -54,7 +54,7 @@ class Pool {
   }
 
   #armIdle() {
-    // (A refresh costs a call a few us; a new timer ~20-30 us of this thread.)
+    // Refreshed, not remade: a new timer costs this thread far more.
     if (this.timer !== null) {
       this.timer.refresh();
       return;

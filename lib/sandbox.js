@@ -47,9 +47,8 @@ const OPEN_FIELDS = ["workspace", "setup", "trackFiles"];
 const OPEN_TIME_FIELDS = [...OPEN_FIELDS, "enforceLimits"]; // what open() reads
 
 /** A new temporary workspace under TMPDIR, by its real path. Synchronous:
- * two system calls of ~20 us each, where a trip through libuv's threadpool
- * and back costs 0.1-0.2 ms apiece on an idle 2-vCPU VM (measured with perf
- * trace on the one-shot runCode, which pays them on every call). */
+ * two short system calls cost less than two trips through libuv's
+ * threadpool and back, which the one-shot runCode would pay on every call. */
 async function makeTempWorkspace() {
   let ws;
   try {
@@ -216,7 +215,7 @@ class Sandbox {
     st.kernEnvFor(o.enforceLimits);
     this.#s = st;
     const closedMeanwhile = () => this.#closes !== closes;
-    // Made only when needed (an Error's stack costs ~30 us, every open()).
+    // Made only when needed: capturing an Error's stack is not free, and open() is on a call's path.
     let closed = null;
     const closedError = () =>
       (closed ??= sandboxError("ERR_SANDBOX_CLOSED", "the Sandbox was closed while open() was still running"));
@@ -315,8 +314,8 @@ class Sandbox {
   /** A call's `kern box` flags (its argv between the box's name and the
    * command), env file and keys. The same for every call while the public
    * fields stay as they were (the options cache's entry is the same object)
-   * and the call overrides none of them: made once, then reused, for they
-   * cost a prewarmed call's path ~50 us of its ~1.5 ms. */
+   * and the call overrides none of them: made once, then reused, off a
+   * prewarmed call's path. */
   #boxFlags(st, o, call, isSetup, depsDirExists) {
     const entry = !isSetup && !depsDirExists && call.timeoutS === undefined &&
       call.env === undefined ? this.#seen.get(CALL_FIELDS) : undefined;
@@ -465,8 +464,8 @@ class Sandbox {
       // call is retried or settled below): it never starts a box of this
       // request, so none of kern's argv, env or stop argv is made for it.
       // The box may be waiting for this thread's CPU meanwhile (a socket's
-      // wakeup is a sync one): ~50 us of JS and conversion less before it
-      // runs.
+      // wakeup is a sync one): the less JS and conversion here, the sooner
+      // it runs.
       const adopting = terms !== null && terms.claimOnly === true;
       let compileBoot = null; // starts the boot's compile once this call settles
       let argv = NOTHING;

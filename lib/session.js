@@ -132,14 +132,14 @@ class Session {
     try {
       // The boxes that ran code first: the calls' and the kernels'. A
       // prewarmed box that no call took ran none (its interpreter or init
-      // only waited), so the workspace goes while it dies (~1.5 ms here: a
-      // booted interpreter unmapped); close() still waits for both.
+      // only waited), so the workspace goes while it dies (a booted
+      // interpreter takes a while to unmap); close() still waits for both.
       await Promise.allSettled([...this.inflight, ...this.kernelBoxes]);
       const parkedGone = Promise.allSettled([...this.parked]);
       // The inotify instance and its watches go on a worker thread, and
       // close() does not wait for them: closing an inotify instance waits
-      // out an SRCU grace period in the kernel (close() took 16 ms p50 after
-      // one box with a real kern, 1.4 ms without a watch). Nothing reads the
+      // out an SRCU grace period in the kernel, far longer than the rest of
+      // close(). Nothing reads the
       // watch any more, and events the tree's removal raises meanwhile are
       // dropped with it.
       if (this.watch !== null) {
@@ -155,7 +155,7 @@ class Session {
       // millions of entries), then the directory itself.
       if (this.ownWs && this.rootfd >= 0 && !rmdirQuiet(this.ws)) {
         await this.withRoot((fd) => binding.wsRemoveTree(fd), { teardown: true }).catch(() => {});
-        rmdirQuiet(this.ws); // one that fails leaves the workspace, as before
+        rmdirQuiet(this.ws); // one that fails leaves the workspace in place
       }
       await parkedGone;
     } finally {
@@ -180,8 +180,8 @@ class Session {
     if (this.closing && this.busy === 0 && this.rootfd >= 0) {
       // A workspace the session removed goes with its last descriptor, on a
       // thread of its own: freeing its blocks can wait on the disk (a
-      // discard, -o discard), which held the JS thread 100-943 ms under
-      // kern's teardown writes. A caller's own workspace stays: closing its
+      // discard, -o discard) behind kern's teardown writes, and the JS
+      // thread must not. A caller's own workspace stays: closing its
       // descriptor frees nothing.
       if (this.ownWs) binding.wsCloseLater(this.rootfd);
       else binding.wsClose(this.rootfd);

@@ -1,11 +1,11 @@
 /* The part of a C library that ks-init uses, on raw system calls, so that
  * the init starts without glibc's start-up: glibc probes the CPU's features
- * and caches with about 90 CPUID instructions in every process it starts,
- * and on a VM each one is a trap to the hypervisor (7 us apiece on the
- * bench's machine: 0.6 ms on every cold box, bench/README.md). ks-init.c
+ * and caches with many CPUID instructions in every process it starts, and
+ * on a VM each one is a trap to the hypervisor (bench/README.md has what
+ * that costs every cold box). ks-init.c
  * stays plain C against the usual headers; this file gives it, with glibc's
  * prototypes, the functions it calls, and _start. Built for x86-64 and
- * arm64 (binding.gyp); elsewhere ks-init links glibc as before.
+ * arm64 (binding.gyp); elsewhere ks-init links glibc.
  *
  * What must match glibc exactly: execvp (the box runs commands by it, as
  * kern does: the PATH search, its errnos, the ENOEXEC /bin/sh fallback) and

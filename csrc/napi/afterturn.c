@@ -4,15 +4,15 @@
  * channel down) lets the init exit, and its exit starts kern's teardown of
  * the box: namespaces and mounts, with an expedited RCU grace period that
  * interrupts every CPU, the JS thread's too. Done where the promise
- * settles, that teardown (and the engine's wakeup at the shutdown) ran
- * while the caller's continuation did. So the JS thread does it in the
+ * settles, that teardown (and the engine's wakeup at the shutdown) would
+ * run while the caller's continuation does. So the JS thread does it in the
  * event loop's check phase, which comes after the callback that settled the
  * promise and the microtasks it queued (the caller's continuation), and
  * before the loop waits again. Only the release waits: the rest of the box
- * is freed at once, as before, for its last reference to a session's
- * watch must not be dropped here (closing an inotify instance waits out an
- * SRCU grace period: 10-23 ms on the JS thread, once close() has handed
- * the session's own reference to a worker).
+ * is freed at once, for its last reference to a session's watch must not
+ * be dropped here (closing an inotify instance waits out an SRCU grace
+ * period, once close() has handed the session's own reference to a
+ * worker).
  *
  * The check handle is made on first use. It never keeps the loop alive (a
  * check phase follows every poll phase whatever its refs; no promise waits

@@ -203,9 +203,9 @@ napi_value ks_napi_path_value(napi_env env, const char *path) {
   return v;
 }
 
-/* A call's changed files, packed for the JS thread: building 10,000
- * {path, size, change} objects through N-API (six calls each) blocked the
- * event loop for 20-60 ms, so the engine hands over four values and
+/* A call's changed files, packed for the JS thread: an object per file
+ * built through N-API (six calls each) would hold the event loop for a
+ * large workspace, so the engine hands over four values and
  * lib/changes.js builds the objects in plain JS:
  *   paths  every path that is valid UTF-8, joined by "\0" ("" for the others)
  *   sizes  Float64Array of sizes

@@ -528,9 +528,9 @@ static void *ks__closer_main(void *arg) {
  * addon does not hold (as wsClose). The descriptor is closed by a detached
  * thread of its own: when it is the last reference to a workspace the
  * session removed, closing it evicts the directory's inode, and a file
- * system mounted with -o discard then waits for the device (seen here
- * holding the JS thread 100-943 ms while kern's teardowns wrote). Not on
- * libuv's pool either: four such closes would hold all of its threads, and
+ * system mounted with -o discard then waits for the device, behind
+ * whatever else writes there (kern's teardowns). Not on libuv's pool
+ * either: four such closes would hold all of its threads, and
  * the program's own fs, dns and zlib work behind them. The number stays
  * taken until that thread has closed it. */
 static napi_value ks__ws_close_later(napi_env env, napi_callback_info info) {

@@ -130,8 +130,8 @@ struct ks__strv_item {
 };
 
 /* One allocation holds the pointers and then the strings: a box's argv and
- * kern's environment (~80 strings) cost one malloc here and one free at the
- * box's end (on this thread, before its call resolves), not 80 of each. */
+ * kern's environment cost one malloc here and one free at the box's end (on
+ * this thread, before its call resolves), not one of each per string. */
 char **ks_napi_get_strv(napi_env env, napi_value value) {
   struct ks__strv_item small[128];
   struct ks__strv_item *items = small;

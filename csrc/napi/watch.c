@@ -154,8 +154,8 @@ bool ks_napi_take_begun(napi_env env, napi_value v, const struct ks_ws_watch *wa
 }
 
 /* The release runs on a libuv worker: the last reference frees the
- * tracker's index and inotify watches, which for a big workspace takes the
- * JS thread 100 ms and more. */
+ * tracker's index and inotify watches, work that grows with the workspace
+ * and must not hold the JS thread. */
 struct ks__watch_release {
   napi_async_work work;
   napi_deferred deferred;

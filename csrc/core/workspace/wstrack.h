@@ -1,8 +1,8 @@
 /* The per-call change tracker: which workspace files a run created or
  * modified, from inotify events instead of two full scans.
  *
- * A full scan before and after every run costs one fstatat per file (about
- * 25 ms for 10,000 files), far over the per-call budget. The tracker walks
+ * A full scan before and after every run costs one fstatat per file, far
+ * over the per-call budget for a big workspace. The tracker walks
  * the workspace once, watches every directory, and keeps an index
  * path -> (size, mtime) of its regular files. A call then costs the events
  * the runs caused plus one fstatat per touched path.
