@@ -103,6 +103,23 @@ function withoutSpareFds(table) {
   return table;
 }
 
+// What each test left (afterEach), in order.
+const trail = [];
+
+/** The test after which the run's counts left their baseline and never came
+ * back: the first test of the trail's last run of entries above it. A test
+ * may hold resources for its suite (a Sandbox opened in before()), so the
+ * trail only names a suspect; the census at the end is the judge. */
+function suspectOf(baseFdCount) {
+  const above = (e) => e.liveBoxes > 0 || e.children > 0 || e.fds > baseFdCount || e.tmpLeftovers > 0;
+  let i = trail.length;
+  while (i > 0 && above(trail[i - 1])) i--;
+  if (i === trail.length) return null;
+  const e = trail[i];
+  return `${e.test} (after it: ${e.liveBoxes} live boxes, ${e.children} children, ` +
+    `${e.fds - baseFdCount} descriptors over the baseline, ${e.tmpLeftovers} temp leftovers)`;
+}
+
 exports.mochaHooks = {
   async beforeAll() {
     this.timeout(30000);
@@ -131,6 +148,13 @@ exports.mochaHooks = {
   // count taken in a test sees only that test's descriptors.
   async afterEach() {
     await watchClosesSettled();
+    // The census's trail: what each test left, so that a leak the census
+    // finds at the end names the test after which it began (suspectOf).
+    if (baselineFds !== null) {
+      trail.push({ test: this.currentTest?.fullTitle() ?? "?",
+        liveBoxes: require("../lib/binding").liveBoxes(), children: h.children().length,
+        fds: Object.keys(withoutSpareFds(fdTable())).length, tmpLeftovers: leftovers(TMP).length });
+    }
   },
 
   async afterAll() {
@@ -174,8 +198,9 @@ exports.mochaHooks = {
       ...census.processes.map((p) => p.pid)]);
     const root = h.testRoot();
     if (noChildren && noProcesses && fdsBack && census.tmpLeftovers.length === 0) h.cleanup();
-    assert.deepStrictEqual(census, { liveBoxes: 0, children: [], processes: [], fds: [], tmpLeftovers: [],
-      ports: [], cgroups: [] },
-      `leaks after the suite (the test root ${root} is kept for a look)`);
+    const clean = { liveBoxes: 0, children: [], processes: [], fds: [], tmpLeftovers: [], ports: [], cgroups: [] };
+    const suspect = baselineFds === null ? null : suspectOf(Object.keys(baselineFds).length);
+    assert.deepStrictEqual(census, clean, `leaks after the suite (the test root ${root} is kept for a ` +
+      `look)${suspect !== null ? `; they began after the test: ${suspect}` : ""}`);
   },
 };
