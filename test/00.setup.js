@@ -32,8 +32,8 @@ process.env.TMPDIR = TMP;
 // This process keeps the leak check it started with; its children, which
 // are not the addon's code, skip it (their memory errors are still logged).
 if (h.addonFlavour === "Debug") process.env.ASAN_OPTIONS = `${process.env.ASAN_OPTIONS || ""}:detect_leaks=0`;
-// And the tests' own tools run without the preload at all; Node children
-// get it back (test/lib/sanitizer-children.js).
+// And the programs the tests run only to look at the system (ps, tar, ...)
+// run without the preload at all (test/lib/sanitizer-children.js).
 if (h.addonFlavour === "Debug") require("./lib/sanitizer-children").install();
 
 // Under `npm run test:tsan` only this process (and its Workers) runs with
