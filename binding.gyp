@@ -17,6 +17,7 @@
         "csrc/core/archive/tar.c",
         "csrc/core/box/text.c",
         "csrc/core/workspace/wsfs.c",
+        "csrc/core/workspace/wswalk.c",
         "csrc/core/workspace/wsscan.c",
         "csrc/core/workspace/wstrack.c",
         "csrc/core/workspace/wswatch.c",

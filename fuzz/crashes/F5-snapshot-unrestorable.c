@@ -5,7 +5,7 @@
  *
  *   C=csrc/core
  *   clang -g -I$C fuzz/crashes/F5-snapshot-unrestorable.c $C/archive/snapshot.c \
- *     $C/archive/tar.c $C/workspace/commit.c $C/workspace/wsfs.c $C/compat.c $C/envfd.c \
+ *     $C/archive/tar.c $C/workspace/commit.c $C/workspace/wsfs.c $C/workspace/wswalk.c $C/compat.c $C/envfd.c \
  *     -lz -o /tmp/f5
  *   /tmp/f5 'a\b'; /tmp/f5 'C:x'
  *
