@@ -2,10 +2,11 @@
 "use strict";
 
 // The tree's structural rules (ARCHITECTURE.md, "Rules"; issue 32):
-//   - no include cycle among csrc/ files (X.c or X.h including Y.h makes X
-//     depend on Y), and no call cycle among csrc/'s translation units (X.c
-//     calls a function Y.c defines, and Y.c one of X.c's: read with nm from
-//     the release build's objects, so it needs `npm run build` first);
+//   - no include cycle among csrc/ modules (X.c or X.h including Y.h makes X
+//     depend on Y; a module is X.c, X.h and X-part.c/.h, see moduleOf), and
+//     no call cycle among them (X calls a function Y defines, and Y one of
+//     X's: read with nm from the release build's objects, so it needs
+//     `npm run build` first);
 //   - no require cycle among lib/ files;
 //   - no function over 120 lines and no file over 900 lines in csrc/ or lib/
 //     (the in-box Python, lib/inbox/, aside).
@@ -33,7 +34,18 @@ function walk(dir, exts) {
 }
 
 const rel = (p) => path.relative(ROOT, p);
-const moduleOf = (p) => rel(p).replace(/\.[ch]$/, "");
+
+/** The module a csrc/ file (or object) belongs to: X for X.c and X.h, and
+ * for X-part.c or X-part.h (a module's second file, its private header)
+ * when X.c or X.h exists beside it. So wstrack-internal.h and
+ * wstrack-events.c are wstrack's, while sup-internal.h, which has no sup.c,
+ * stays a module of its own. */
+function moduleOf(file) {
+  const base = path.resolve(ROOT, file).replace(/\.[cho]$/, "");
+  const m = /^(.*\/[^/-]+)-[^/]+$/.exec(base);
+  if (m !== null && (fs.existsSync(`${m[1]}.c`) || fs.existsSync(`${m[1]}.h`))) return rel(m[1]);
+  return rel(base);
+}
 
 /** Cycles of a graph (Map node -> Set of nodes), each as its nodes in order,
  * rotated to start at its smallest name (so each is reported once). */
@@ -89,8 +101,8 @@ function callCycles() {
   const defined = new Map();
   const wants = new Map();
   for (const o of objs) {
-    const unit = rel(o).replace(/^build\/Release\/obj\.target\/[^/]+\//, "").replace(/\.o$/, "");
-    wants.set(unit, new Set());
+    const unit = moduleOf(rel(o).replace(/^build\/Release\/obj\.target\/[^/]+\//, ""));
+    if (!wants.has(unit)) wants.set(unit, new Set());
     for (const line of execFileSync("nm", [o], { encoding: "utf8" }).split("\n")) {
       const m = line.trim().match(/^(?:[0-9a-f]+\s+)?([A-Za-z])\s+(\S+)$/);
       if (m === null) continue;

@@ -31,245 +31,15 @@
 #include <unistd.h>
 
 #include "../util.h"
-#include "wsfs.h"
-
-#define KS__MASK                                                                         \
-  (IN_CREATE | IN_DELETE | IN_MODIFY | IN_CLOSE_WRITE | IN_ATTRIB | IN_MOVED_FROM |      \
-   IN_MOVED_TO | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR | IN_EXCL_UNLINK)
-
-#define KS__DENTS_BUF (64 * 1024)
-/* Large enough for hundreds of events per read; one event is at most
- * sizeof(struct inotify_event) + NAME_MAX + 1 bytes. */
-#define KS__EVENTS_BUF (64 * 1024)
-
-/* The layout getdents64(2) writes; glibc only wraps it since 2.30. */
-struct ks__dirent64 {
-  uint64_t d_ino;
-  int64_t d_off;
-  unsigned short d_reclen;
-  unsigned char d_type;
-  char d_name[];
-};
-
-/* ---- hash tables -------------------------------------------------------------- */
-
-/* Open addressing with linear probing over pointers; the full hash is kept
- * in the slot so growing never rehashes a key. */
-struct ks__slot {
-  uint64_t hash;
-  void *p; /* NULL: empty */
-};
-
-struct ks__tab {
-  struct ks__slot *slots;
-  size_t mask;
-  size_t n;
-};
-
-typedef bool (*ks__eq_fn)(const void *p, const void *key);
-
-static struct ks__slot *ks__tab_find(const struct ks__tab *tab, uint64_t hash,
-                                     ks__eq_fn eq, const void *key) {
-  if (tab->slots == NULL)
-    return NULL;
-  for (size_t i = hash & tab->mask;; i = (i + 1) & tab->mask) {
-    struct ks__slot *s = &tab->slots[i];
-    if (s->p == NULL)
-      return NULL;
-    if (s->hash == hash && eq(s->p, key))
-      return s;
-  }
-}
-
-static int ks__tab_grow(struct ks__tab *tab) {
-  size_t cap = tab->slots != NULL ? (tab->mask + 1) * 2 : 64;
-  struct ks__slot *slots = calloc(cap, sizeof *slots);
-
-  if (slots == NULL)
-    return -ENOMEM;
-  for (size_t i = 0; tab->slots != NULL && i <= tab->mask; i++) {
-    size_t j;
-    if (tab->slots[i].p == NULL)
-      continue;
-    for (j = tab->slots[i].hash & (cap - 1); slots[j].p != NULL; j = (j + 1) & (cap - 1))
-      ;
-    slots[j] = tab->slots[i];
-  }
-  free(tab->slots);
-  tab->slots = slots;
-  tab->mask = cap - 1;
-  return 0;
-}
-
-/* Adds p, which the caller knows is not in the table. At most half full, so
- * probes stay short. */
-static int ks__tab_add(struct ks__tab *tab, uint64_t hash, void *p) {
-  size_t i;
-
-  if (tab->slots == NULL || (tab->n + 1) * 2 > tab->mask + 1) {
-    if (ks__tab_grow(tab) < 0)
-      return -ENOMEM;
-  }
-  for (i = hash & tab->mask; tab->slots[i].p != NULL; i = (i + 1) & tab->mask)
-    ;
-  tab->slots[i].hash = hash;
-  tab->slots[i].p = p;
-  tab->n++;
-  return 0;
-}
-
-/* Backward-shift deletion: no tombstones, so a table that sees adds and
- * removes for a whole session never degrades and never needs a rebuild. */
-static void ks__tab_del(struct ks__tab *tab, struct ks__slot *slot) {
-  size_t mask = tab->mask;
-  size_t i = (size_t) (slot - tab->slots);
-  size_t j = i;
-
-  for (;;) {
-    size_t k;
-    j = (j + 1) & mask;
-    if (tab->slots[j].p == NULL)
-      break;
-    k = tab->slots[j].hash & mask;
-    /* An entry whose home k lies cyclically in (i, j] must stay put. */
-    if (i <= j ? (i < k && k <= j) : (i < k || k <= j))
-      continue;
-    tab->slots[i] = tab->slots[j];
-    i = j;
-  }
-  tab->slots[i].p = NULL;
-  tab->n--;
-}
-
-static void ks__tab_free(struct ks__tab *tab) {
-  free(tab->slots);
-  memset(tab, 0, sizeof *tab);
-}
-
-/* The splitmix64 finaliser: watch descriptors and inode numbers are
- * sequential, and linear probing wants their low bits spread. */
-static uint64_t ks__hash_u64(uint64_t x) {
-  x ^= x >> 30;
-  x *= 0xbf58476d1ce4e5b9u;
-  x ^= x >> 27;
-  x *= 0x94d049bb133111ebu;
-  x ^= x >> 31;
-  return x;
-}
+#include "wstrack-internal.h"
 
 /* ---- objects ------------------------------------------------------------------ */
-
-/* The first member of every object kept in a path table. */
-struct ks__key {
-  char *path; /* points at the object's own copy; NUL-terminated */
-  size_t len;
-  uint64_t hash;
-};
-
-struct ks__path {
-  const char *s;
-  size_t len;
-};
 
 static bool ks__eq_path(const void *p, const void *key) {
   const struct ks__key *a = p;
   const struct ks__path *b = key;
   return a->len == b->len && memcmp(a->path, b->s, b->len) == 0;
 }
-
-struct ks__file;
-
-/* A watched directory. */
-struct ks__node {
-  struct ks__key key; /* "" for the root */
-  int wd;
-  uint64_t dev;
-  uint64_t ino;
-  struct ks__node *parent;
-  struct ks__node *child; /* first child */
-  struct ks__node *next;  /* siblings */
-  struct ks__node *prev;
-  struct ks__file *files; /* indexed regular files directly in it */
-  char buf[];
-};
-
-struct ks__link {
-  struct ks__file *next;
-  struct ks__file *prev;
-};
-
-/* A regular file of the index. */
-struct ks__file {
-  struct ks__key key;
-  uint64_t size;
-  int64_t mtime_ns;
-  uint64_t dev;
-  uint64_t ino;
-  uint64_t nlink;
-  struct ks__node *dir;
-  struct ks__link in_dir;   /* dir->files */
-  struct ks__link in_inode; /* the other indexed names of the inode */
-  struct ks__link in_outside;
-  struct ks__link in_dirty;
-  uint64_t gen; /* the re-stat pass that last stat'ed it */
-  bool outside; /* more links than indexed names: stat'ed at every drain */
-  bool dirty;   /* to be stat'ed again at the end of this drain */
-  char buf[];
-};
-
-/* A call's view of one path as it was before the call first saw it change. */
-struct ks__rec {
-  struct ks__key key;
-  bool present;
-  uint64_t size;
-  int64_t mtime_ns;
-  char buf[];
-};
-
-struct ks_ws_call {
-  struct ks__tab recs;
-  struct ks_ws_call *next;
-  struct ks_ws_call *prev;
-  int errnum;          /* the tracker failed while the call was in flight */
-  const char *syscall; /* a string literal */
-};
-
-struct ks__stack {
-  char *buf;
-  size_t len;
-  size_t cap;
-};
-
-struct ks_ws_tracker {
-  int rootfd;
-  int ifd;
-  struct ks__tab files;  /* path -> struct ks__file */
-  struct ks__tab inodes; /* (dev, ino) -> first struct ks__file of the inode */
-  struct ks__tab dirs;   /* path -> struct ks__node */
-  struct ks__tab wds;    /* wd -> struct ks__node */
-  struct ks__node *root;
-  struct ks_ws_call *calls;
-  struct ks__file *outside;
-  struct ks__file *dirty;
-  uint64_t gen;    /* counts re-stat passes */
-  bool restating; /* a re-stat pass is under way */
-  size_t path_bytes;
-  bool need_rescan;
-  /* The last directory opened to stat a file in it, kept for the rest of an
-   * event batch (the events of one directory come in runs). */
-  const struct ks__node *cache_node;
-  int cache_fd;
-  char *dents;
-  char *events;
-  struct ks__stack todo;
-  char path[KS_WS_PATH_MAX + 1];
-  struct ks_ws_tracker_stats stats;
-};
-
-#define KS__LINK(f, off) ((struct ks__link *) ((char *) (f) + (off)))
-#define KS__IN_DIR offsetof(struct ks__file, in_dir)
-#define KS__IN_OUTSIDE offsetof(struct ks__file, in_outside)
-#define KS__IN_DIRTY offsetof(struct ks__file, in_dirty)
 
 static void ks__list_push(struct ks__file **head, struct ks__file *f, size_t off) {
   struct ks__link *l = KS__LINK(f, off);
@@ -292,11 +62,11 @@ static void ks__list_del(struct ks__file **head, struct ks__file *f, size_t off)
   l->prev = NULL;
 }
 
-static struct ks__node *ks__node_by_path(const struct ks_ws_tracker *t, const char *s,
+struct ks__node *ks_wst_node_by_path(const struct ks_ws_tracker *t, const char *s,
                                          size_t len) {
   struct ks__path key = {.s = s, .len = len};
-  struct ks__slot *slot =
-      ks__tab_find(&t->dirs, ks_hash_bytes(s, len), ks__eq_path, &key);
+  struct ks_tab_slot *slot =
+      ks_tab_find(&t->dirs, ks_hash_bytes(s, len), ks__eq_path, &key);
   return slot != NULL ? slot->p : NULL;
 }
 
@@ -304,16 +74,16 @@ static bool ks__eq_wd(const void *p, const void *key) {
   return ((const struct ks__node *) p)->wd == *(const int *) key;
 }
 
-static struct ks__node *ks__node_by_wd(const struct ks_ws_tracker *t, int wd) {
-  struct ks__slot *slot =
-      ks__tab_find(&t->wds, ks__hash_u64((uint64_t) (unsigned) wd), ks__eq_wd, &wd);
+struct ks__node *ks_wst_node_by_wd(const struct ks_ws_tracker *t, int wd) {
+  struct ks_tab_slot *slot =
+      ks_tab_find(&t->wds, ks_tab_hash_u64((uint64_t) (unsigned) wd), ks__eq_wd, &wd);
   return slot != NULL ? slot->p : NULL;
 }
 
-static struct ks__file *ks__file_by_path(const struct ks_ws_tracker *t, const char *s,
+struct ks__file *ks_wst_file_by_path(const struct ks_ws_tracker *t, const char *s,
                                          size_t len, uint64_t hash) {
   struct ks__path key = {.s = s, .len = len};
-  struct ks__slot *slot = ks__tab_find(&t->files, hash, ks__eq_path, &key);
+  struct ks_tab_slot *slot = ks_tab_find(&t->files, hash, ks__eq_path, &key);
   return slot != NULL ? slot->p : NULL;
 }
 
@@ -329,25 +99,25 @@ static bool ks__eq_inode(const void *p, const void *key) {
 }
 
 static uint64_t ks__hash_inode(uint64_t dev, uint64_t ino) {
-  return ks__hash_u64(ino ^ ks__hash_u64(dev));
+  return ks_tab_hash_u64(ino ^ ks_tab_hash_u64(dev));
 }
 
-static struct ks__slot *ks__inode_slot(const struct ks_ws_tracker *t, uint64_t dev,
+struct ks_tab_slot *ks_wst_inode_slot(const struct ks_ws_tracker *t, uint64_t dev,
                                        uint64_t ino) {
   struct ks__inode_key key = {.dev = dev, .ino = ino};
-  return ks__tab_find(&t->inodes, ks__hash_inode(dev, ino), ks__eq_inode, &key);
+  return ks_tab_find(&t->inodes, ks__hash_inode(dev, ino), ks__eq_inode, &key);
 }
 
 /* Joins f to the names of its inode: after the first, so the table's slot
  * keeps pointing at the same first name. */
 static int ks__inode_join(struct ks_ws_tracker *t, struct ks__file *f) {
-  struct ks__slot *slot = ks__inode_slot(t, f->dev, f->ino);
+  struct ks_tab_slot *slot = ks_wst_inode_slot(t, f->dev, f->ino);
   struct ks__file *head;
 
   f->in_inode.next = NULL;
   f->in_inode.prev = NULL;
   if (slot == NULL)
-    return ks__tab_add(&t->inodes, ks__hash_inode(f->dev, f->ino), f);
+    return ks_tab_add(&t->inodes, ks__hash_inode(f->dev, f->ino), f);
   head = slot->p;
   f->in_inode.prev = head;
   f->in_inode.next = head->in_inode.next;
@@ -358,20 +128,20 @@ static int ks__inode_join(struct ks_ws_tracker *t, struct ks__file *f) {
 }
 
 static void ks__inode_leave(struct ks_ws_tracker *t, struct ks__file *f) {
-  struct ks__slot *slot;
+  struct ks_tab_slot *slot;
 
   if (f->in_inode.prev != NULL) {
     f->in_inode.prev->in_inode.next = f->in_inode.next;
     if (f->in_inode.next != NULL)
       f->in_inode.next->in_inode.prev = f->in_inode.prev;
   } else {
-    slot = ks__inode_slot(t, f->dev, f->ino);
+    slot = ks_wst_inode_slot(t, f->dev, f->ino);
     if (slot != NULL && slot->p == f) {
       if (f->in_inode.next != NULL) {
         slot->p = f->in_inode.next;
         f->in_inode.next->in_inode.prev = NULL;
       } else {
-        ks__tab_del(&t->inodes, slot);
+        ks_tab_del(&t->inodes, slot);
       }
     }
   }
@@ -381,7 +151,7 @@ static void ks__inode_leave(struct ks_ws_tracker *t, struct ks__file *f) {
 
 static struct ks__file *ks__inode_first(const struct ks_ws_tracker *t,
                                         const struct ks__file *f) {
-  struct ks__slot *slot = ks__inode_slot(t, f->dev, f->ino);
+  struct ks_tab_slot *slot = ks_wst_inode_slot(t, f->dev, f->ino);
   return slot != NULL ? slot->p : NULL;
 }
 
@@ -389,7 +159,7 @@ static struct ks__file *ks__inode_first(const struct ks_ws_tracker *t,
 
 /* The index may be half-updated now: every call in flight loses its list,
  * and the next drain starts over from a rescan. */
-static void ks__fail(struct ks_ws_tracker *t, const struct ks_err *err) {
+void ks_wst_fail(struct ks_ws_tracker *t, const struct ks_err *err) {
   for (struct ks_ws_call *c = t->calls; c != NULL; c = c->next) {
     if (c->errnum == 0) {
       c->errnum = err->errnum != 0 ? err->errnum : EIO;
@@ -412,7 +182,7 @@ static int ks__record(struct ks_ws_tracker *t, const char *path, size_t len,
     struct ks__rec *rec;
     if (c->errnum != 0)
       continue; /* its list is lost anyway */
-    if (ks__tab_find(&c->recs, hash, ks__eq_path, &key) != NULL)
+    if (ks_tab_find(&c->recs, hash, ks__eq_path, &key) != NULL)
       continue;
     rec = malloc(sizeof *rec + len + 1);
     if (rec == NULL)
@@ -425,7 +195,7 @@ static int ks__record(struct ks_ws_tracker *t, const char *path, size_t len,
     rec->present = f != NULL;
     rec->size = f != NULL ? f->size : 0;
     rec->mtime_ns = f != NULL ? f->mtime_ns : 0;
-    if (ks__tab_add(&c->recs, hash, rec) < 0) {
+    if (ks_tab_add(&c->recs, hash, rec) < 0) {
       free(rec);
       return ks_err_set(err, ENOMEM, "malloc", NULL);
     }
@@ -433,7 +203,6 @@ static int ks__record(struct ks_ws_tracker *t, const char *path, size_t len,
   return 0;
 }
 
-static void ks__mark_dirty(struct ks_ws_tracker *t, struct ks__file *f);
 
 /* A name of f's inode changed (was written to, truncated, replaced,
  * removed): its other indexed names may have changed with it, and inotify
@@ -445,20 +214,20 @@ static void ks__mark_aliases(struct ks_ws_tracker *t, struct ks__file *f) {
     return; /* the only indexed name */
   for (g = ks__inode_first(t, f); g != NULL; g = g->in_inode.next) {
     if (g != f)
-      ks__mark_dirty(t, g);
+      ks_wst_mark_dirty(t, g);
   }
 }
 
 static void ks__file_free(struct ks_ws_tracker *t, struct ks__file *f) {
   struct ks__path key = {.s = f->key.path, .len = f->key.len};
-  struct ks__slot *slot = ks__tab_find(&t->files, f->key.hash, ks__eq_path, &key);
+  struct ks_tab_slot *slot = ks_tab_find(&t->files, f->key.hash, ks__eq_path, &key);
 
   /* Written through this name just before it went: the write shows only
    * in the other names now. */
   ks__mark_aliases(t, f);
 
   if (slot != NULL)
-    ks__tab_del(&t->files, slot);
+    ks_tab_del(&t->files, slot);
   ks__list_del(&f->dir->files, f, KS__IN_DIR);
   ks__inode_leave(t, f);
   if (f->outside)
@@ -469,7 +238,7 @@ static void ks__file_free(struct ks_ws_tracker *t, struct ks__file *f) {
   free(f);
 }
 
-static void ks__mark_dirty(struct ks_ws_tracker *t, struct ks__file *f) {
+void ks_wst_mark_dirty(struct ks_ws_tracker *t, struct ks__file *f) {
   /* Already queued, or already stat'ed by the re-stat pass under way. */
   if (f->dirty || (t->restating && f->gen == t->gen))
     return;
@@ -490,7 +259,7 @@ static void ks__links_changed(struct ks_ws_tracker *t, struct ks__file *f) {
     for (struct ks__file *g = ks__inode_first(t, f); g != NULL; g = g->in_inode.next) {
       names++;
       if (g != f)
-        ks__mark_dirty(t, g);
+        ks_wst_mark_dirty(t, g);
     }
   }
   outside = f->nlink > names;
@@ -506,7 +275,7 @@ static void ks__links_changed(struct ks_ws_tracker *t, struct ks__file *f) {
 static int ks__touch(struct ks_ws_tracker *t, struct ks__node *dir, const char *path,
                      size_t len, const struct stat *st, struct ks_err *err) {
   uint64_t hash = ks_hash_bytes(path, len);
-  struct ks__file *f = ks__file_by_path(t, path, len, hash);
+  struct ks__file *f = ks_wst_file_by_path(t, path, len, hash);
   int r = ks__record(t, path, len, hash, f, err);
 
   if (r < 0)
@@ -529,7 +298,7 @@ static int ks__touch(struct ks_ws_tracker *t, struct ks__node *dir, const char *
     f->key.hash = hash;
     f->dev = (uint64_t) st->st_dev;
     f->ino = (uint64_t) st->st_ino;
-    if (ks__tab_add(&t->files, hash, f) < 0) {
+    if (ks_tab_add(&t->files, hash, f) < 0) {
       free(f);
       return ks_err_set(err, ENOMEM, "malloc", NULL);
     }
@@ -567,7 +336,7 @@ static int ks__touch(struct ks_ws_tracker *t, struct ks__node *dir, const char *
   return 0;
 }
 
-static void ks__cache_drop(struct ks_ws_tracker *t) {
+void ks_wst_cache_drop(struct ks_ws_tracker *t) {
   if (t->cache_fd >= 0)
     ks_close_keep_errno(t->cache_fd);
   t->cache_fd = -1;
@@ -577,7 +346,7 @@ static void ks__cache_drop(struct ks_ws_tracker *t) {
 /* A descriptor of dir, opened beneath the root by its path (never through a
  * symlink). Returns 1 if the path no longer leads to a directory we may
  * enter: then nothing indexed under it is at its path any more. */
-static int ks__dir_fd(struct ks_ws_tracker *t, const struct ks__node *dir, int *ret_fd,
+int ks_wst_dir_fd(struct ks_ws_tracker *t, const struct ks__node *dir, int *ret_fd,
                       struct ks_err *err) {
   struct ks_err e2;
   int fd = -1;
@@ -591,7 +360,7 @@ static int ks__dir_fd(struct ks_ws_tracker *t, const struct ks__node *dir, int *
     *ret_fd = t->cache_fd;
     return 0;
   }
-  ks__cache_drop(t);
+  ks_wst_cache_drop(t);
   /* O_RDONLY rather than O_PATH: ks_open_beneath then needs no fstat to
    * tell a directory from a symlink. */
   r = ks_open_beneath(t->rootfd, dir->key.path, O_RDONLY | O_DIRECTORY, 0, &fd, &e2);
@@ -612,11 +381,11 @@ static int ks__dir_fd(struct ks_ws_tracker *t, const struct ks__node *dir, int *
 }
 
 /* Stats dir/name (path is the whole path) and touches it. */
-static int ks__touch_name(struct ks_ws_tracker *t, struct ks__node *dir, const char *name,
+int ks_wst_touch_name(struct ks_ws_tracker *t, struct ks__node *dir, const char *name,
                           const char *path, size_t len, struct ks_err *err) {
   struct stat st;
   int fd = -1;
-  int r = ks__dir_fd(t, dir, &fd, err);
+  int r = ks_wst_dir_fd(t, dir, &fd, err);
 
   if (r < 0)
     return r;
@@ -634,14 +403,14 @@ static int ks__touch_name(struct ks_ws_tracker *t, struct ks__node *dir, const c
 /* The re-stat pass at the end of a drain: other names of files written to,
  * and files linked from outside. Each file at most once per pass (gen): the
  * pass runs after every queued event was applied, so one stat is enough. */
-static int ks__restat_dirty(struct ks_ws_tracker *t, struct ks_err *err) {
+int ks_wst_restat_dirty(struct ks_ws_tracker *t, struct ks_err *err) {
   char path[KS_WS_PATH_MAX + 1];
   int r = 0;
 
   t->gen++;
   t->restating = true;
   for (struct ks__file *f = t->outside; f != NULL; f = f->in_outside.next)
-    ks__mark_dirty(t, f);
+    ks_wst_mark_dirty(t, f);
   while (t->dirty != NULL) {
     struct ks__file *f = t->dirty;
     struct ks__node *dir = f->dir;
@@ -653,7 +422,7 @@ static int ks__restat_dirty(struct ks_ws_tracker *t, struct ks_err *err) {
     f->gen = t->gen;
     /* f may be freed by the touch: work on a copy of its path. */
     memcpy(path, f->key.path, len + 1);
-    r = ks__touch_name(t, dir, path + dlen + (dlen > 0), path, len, err);
+    r = ks_wst_touch_name(t, dir, path + dlen + (dlen > 0), path, len, err);
     if (r < 0)
       break;
   }
@@ -667,14 +436,14 @@ static int ks__restat_dirty(struct ks_ws_tracker *t, struct ks_err *err) {
 /* Drops node and everything under it: its files are touched as gone (each
  * in-flight call records what they were), and the watches are removed,
  * except keep_wd, which the caller is about to map again. */
-static int ks__drop(struct ks_ws_tracker *t, struct ks__node *node, int keep_wd,
+int ks_wst_drop(struct ks_ws_tracker *t, struct ks__node *node, int keep_wd,
                     struct ks_err *err) {
   struct ks__node *n = node;
 
-  ks__cache_drop(t);
+  ks_wst_cache_drop(t);
   for (;;) {
     struct ks__node *parent;
-    struct ks__slot *slot;
+    struct ks_tab_slot *slot;
     struct ks__path key;
     bool done;
 
@@ -699,13 +468,13 @@ static int ks__drop(struct ks_ws_tracker *t, struct ks__node *node, int keep_wd,
     }
     key.s = n->key.path;
     key.len = n->key.len;
-    slot = ks__tab_find(&t->dirs, n->key.hash, ks__eq_path, &key);
+    slot = ks_tab_find(&t->dirs, n->key.hash, ks__eq_path, &key);
     if (slot != NULL && slot->p == n)
-      ks__tab_del(&t->dirs, slot);
-    slot = ks__tab_find(&t->wds, ks__hash_u64((uint64_t) (unsigned) n->wd), ks__eq_wd,
+      ks_tab_del(&t->dirs, slot);
+    slot = ks_tab_find(&t->wds, ks_tab_hash_u64((uint64_t) (unsigned) n->wd), ks__eq_wd,
                         &n->wd);
     if (slot != NULL && slot->p == n)
-      ks__tab_del(&t->wds, slot);
+      ks_tab_del(&t->wds, slot);
     /* EINVAL when the kernel already dropped it (the directory is gone). */
     if (n->wd != keep_wd)
       (void) inotify_rm_watch(t->ifd, n->wd);
@@ -732,13 +501,13 @@ static int ks__node_new(struct ks_ws_tracker *t, int wd, const struct stat *st,
   n->wd = wd;
   n->dev = (uint64_t) st->st_dev;
   n->ino = (uint64_t) st->st_ino;
-  if (ks__tab_add(&t->dirs, n->key.hash, n) < 0) {
+  if (ks_tab_add(&t->dirs, n->key.hash, n) < 0) {
     free(n);
     return ks_err_set(err, ENOMEM, "malloc", NULL);
   }
-  if (ks__tab_add(&t->wds, ks__hash_u64((uint64_t) (unsigned) wd), n) < 0) {
+  if (ks_tab_add(&t->wds, ks_tab_hash_u64((uint64_t) (unsigned) wd), n) < 0) {
     struct ks__path key = {.s = path, .len = len};
-    ks__tab_del(&t->dirs, ks__tab_find(&t->dirs, n->key.hash, ks__eq_path, &key));
+    ks_tab_del(&t->dirs, ks_tab_find(&t->dirs, n->key.hash, ks__eq_path, &key));
     free(n);
     return ks_err_set(err, ENOMEM, "malloc", NULL);
   }
@@ -780,17 +549,17 @@ static bool ks__stack_pop(struct ks__stack *s, char *out, size_t *ret_len) {
   return true;
 }
 
-static bool ks__is_private(const char *name, size_t len) {
+bool ks_wst_is_private(const char *name, size_t len) {
   return len >= sizeof KS_WS_PRIVATE_PREFIX - 1 &&
          memcmp(name, KS_WS_PRIVATE_PREFIX, sizeof KS_WS_PRIVATE_PREFIX - 1) == 0;
 }
 
-static bool ks__is_env(const char *name, size_t len) {
+bool ks_wst_is_env(const char *name, size_t len) {
   return len >= sizeof KS_WS_ENV_PREFIX - 1 &&
          memcmp(name, KS_WS_ENV_PREFIX, sizeof KS_WS_ENV_PREFIX - 1) == 0;
 }
 
-static bool ks__is_deps(const char *name, size_t len) {
+bool ks_wst_is_deps(const char *name, size_t len) {
   return len == sizeof KS_WS_DEPS_DIR - 1 && memcmp(name, KS_WS_DEPS_DIR, len) == 0;
 }
 
@@ -833,7 +602,7 @@ static int ks__list_dir(struct ks_ws_tracker *t, int fd, struct ks__node *node,
       if (ks__is_dot(name))
         continue;
       nlen = strlen(name);
-      if (ks__is_private(name, nlen))
+      if (ks_wst_is_private(name, nlen))
         continue;
       if (nlen > KS_WS_NAME_MAX || len + nlen > KS_WS_PATH_MAX)
         return ks_err_set(err, ENAMETOOLONG, "walk", NULL);
@@ -849,12 +618,12 @@ static int ks__list_dir(struct ks_ws_tracker *t, int fd, struct ks__node *node,
       }
       memcpy(child + len, name, nlen + 1);
       if (type == DT_DIR) {
-        if (top && ks__is_deps(name, nlen))
+        if (top && ks_wst_is_deps(name, nlen))
           continue;
         if (ks__stack_push(&t->todo, child, len + nlen) < 0)
           return ks_err_set(err, ENOMEM, "malloc", NULL);
       } else if (type == DT_REG) {
-        if (top && ks__is_env(name, nlen))
+        if (top && ks_wst_is_env(name, nlen))
           continue;
         if (!have_st) {
           t->stats.stats++;
@@ -896,7 +665,7 @@ static int ks__walk_one(struct ks_ws_tracker *t, const char *path, size_t len,
   if (len > 0) {
     /* Dropped since it was queued (renamed or removed): wherever it went,
      * its own events bring it back. */
-    parent = ks__node_by_path(t, path, ks__parent_len(path, len));
+    parent = ks_wst_node_by_path(t, path, ks__parent_len(path, len));
     if (parent == NULL)
       return 0;
     r = ks_open_beneath(t->rootfd, path, O_RDONLY | O_DIRECTORY, 0, &fd, &e2);
@@ -927,7 +696,7 @@ static int ks__walk_one(struct ks_ws_tracker *t, const char *path, size_t len,
   if (wd < 0)
     return ks_err_set(err, errno, "inotify_add_watch", NULL);
 
-  node = ks__node_by_wd(t, wd);
+  node = ks_wst_node_by_wd(t, wd);
   if (node != NULL && (node->key.len != len || memcmp(node->key.path, path, len) != 0)) {
     /* A directory we know under another path: it was moved here and the
      * event saying so is still queued (or never comes, if the new parent
@@ -937,7 +706,7 @@ static int ks__walk_one(struct ks_ws_tracker *t, const char *path, size_t len,
       t->need_rescan = true; /* the root beneath itself: a bind mount? */
       return 0;
     }
-    r = ks__drop(t, node, wd, err);
+    r = ks_wst_drop(t, node, wd, err);
     node = NULL;
     if (r < 0) {
       (void) inotify_rm_watch(t->ifd, wd);
@@ -945,7 +714,7 @@ static int ks__walk_one(struct ks_ws_tracker *t, const char *path, size_t len,
     }
   }
   if (node == NULL) {
-    other = ks__node_by_path(t, path, len);
+    other = ks_wst_node_by_path(t, path, len);
     if (other == t->root && other != NULL) {
       (void) inotify_rm_watch(t->ifd, wd);
       t->need_rescan = true;
@@ -953,7 +722,7 @@ static int ks__walk_one(struct ks_ws_tracker *t, const char *path, size_t len,
     }
     if (other != NULL) {
       /* The path holds another directory than the one we knew there. */
-      r = ks__drop(t, other, -1, err);
+      r = ks_wst_drop(t, other, -1, err);
       if (r < 0) {
         (void) inotify_rm_watch(t->ifd, wd);
         return r;
@@ -962,7 +731,7 @@ static int ks__walk_one(struct ks_ws_tracker *t, const char *path, size_t len,
     /* A drop may have taken the parent with it (paths we knew were stale):
      * we no longer know where this directory hangs. */
     if (len > 0) {
-      parent = ks__node_by_path(t, path, ks__parent_len(path, len));
+      parent = ks_wst_node_by_path(t, path, ks__parent_len(path, len));
       if (parent == NULL) {
         (void) inotify_rm_watch(t->ifd, wd);
         t->need_rescan = true;
@@ -980,12 +749,12 @@ static int ks__walk_one(struct ks_ws_tracker *t, const char *path, size_t len,
 
 /* Walks the directory at path and everything under it: each directory is
  * watched, each regular file touched. Iterative, one descriptor at a time. */
-static int ks__walk(struct ks_ws_tracker *t, const char *path, size_t len,
+int ks_wst_walk(struct ks_ws_tracker *t, const char *path, size_t len,
                     struct ks_err *err) {
   char cur[KS_WS_PATH_MAX + 1];
   size_t cur_len;
 
-  ks__cache_drop(t);
+  ks_wst_cache_drop(t);
   t->todo.len = 0;
   if (ks__stack_push(&t->todo, path, len) < 0)
     return ks_err_set(err, ENOMEM, "malloc", NULL);
@@ -999,17 +768,17 @@ static int ks__walk(struct ks_ws_tracker *t, const char *path, size_t len,
   return 0;
 }
 
-static void ks__free_nodes(struct ks__tab *wds) {
+void ks_wst_free_nodes(struct ks_tab *wds) {
   for (size_t i = 0; wds->slots != NULL && i <= wds->mask; i++)
     free(wds->slots[i].p);
-  ks__tab_free(wds);
+  ks_tab_free(wds);
 }
 
-static void ks__free_files(struct ks_ws_tracker *t) {
+void ks_wst_free_files(struct ks_ws_tracker *t) {
   for (size_t i = 0; t->files.slots != NULL && i <= t->files.mask; i++)
     free(t->files.slots[i].p);
-  ks__tab_free(&t->files);
-  ks__tab_free(&t->inodes);
+  ks_tab_free(&t->files);
+  ks_tab_free(&t->inodes);
   t->outside = NULL;
   t->dirty = NULL;
   t->path_bytes = 0;
@@ -1021,13 +790,13 @@ static void ks__free_files(struct ks_ws_tracker *t) {
  * directories still there are kept (inotify_add_watch returns the same
  * descriptor for the same directory); the others are removed. Events still
  * queued from before only cost extra stats. */
-static int ks__rescan(struct ks_ws_tracker *t, struct ks_err *err) {
-  struct ks__tab old_wds;
+int ks_wst_rescan(struct ks_ws_tracker *t, struct ks_err *err) {
+  struct ks_tab old_wds;
   int r;
 
   t->stats.rescans++;
   t->need_rescan = false;
-  ks__cache_drop(t);
+  ks_wst_cache_drop(t);
   if (t->calls != NULL) {
     for (size_t i = 0; t->files.slots != NULL && i <= t->files.mask; i++) {
       struct ks__file *f = t->files.slots[i].p;
@@ -1040,18 +809,18 @@ static int ks__rescan(struct ks_ws_tracker *t, struct ks_err *err) {
       }
     }
   }
-  ks__free_files(t);
+  ks_wst_free_files(t);
   old_wds = t->wds;
   memset(&t->wds, 0, sizeof t->wds);
-  ks__tab_free(&t->dirs);
+  ks_tab_free(&t->dirs);
   t->root = NULL;
-  r = ks__walk(t, "", 0, err);
+  r = ks_wst_walk(t, "", 0, err);
   for (size_t i = 0; old_wds.slots != NULL && i <= old_wds.mask; i++) {
     struct ks__node *n = old_wds.slots[i].p;
-    if (n != NULL && ks__node_by_wd(t, n->wd) == NULL)
+    if (n != NULL && ks_wst_node_by_wd(t, n->wd) == NULL)
       (void) inotify_rm_watch(t->ifd, n->wd);
   }
-  ks__free_nodes(&old_wds);
+  ks_wst_free_nodes(&old_wds);
   if (r == 0 && t->root == NULL) {
     /* The walk could not even watch the root. */
     r = ks_err_set(err, EIO, "walk", NULL);
@@ -1059,470 +828,4 @@ static int ks__rescan(struct ks_ws_tracker *t, struct ks_err *err) {
   if (r < 0)
     t->need_rescan = true;
   return r;
-}
-
-/* ---- events ------------------------------------------------------------------- */
-
-/* Whether the directory at n's path is n's own. A directory that left a
- * path is not always the one we map there: a walk may have found the new
- * occupant first, and RENAME_EXCHANGE queues the arrival of one directory
- * before the departure of the other. Then the departure is old news and
- * must not drop the newcomer (nothing else would bring it back). */
-static bool ks__node_in_place(struct ks_ws_tracker *t, const struct ks__node *n) {
-  struct ks_err e2;
-  struct stat st;
-  int fd = -1;
-  bool same = false;
-
-  if (ks_open_beneath(t->rootfd, n->key.path, O_RDONLY | O_DIRECTORY, 0, &fd, &e2) == 0) {
-    same = fstat(fd, &st) == 0 && (uint64_t) st.st_dev == n->dev &&
-           (uint64_t) st.st_ino == n->ino;
-    ks_close_keep_errno(fd);
-  }
-  return same;
-}
-
-/* An event about the watched directory itself. */
-static int ks__event_self(struct ks_ws_tracker *t, struct ks__node *node, uint32_t mask,
-                          struct ks_err *err) {
-  if (node == t->root) {
-    /* Renaming the root moves nothing we hold: every path is relative to
-     * rootfd. Losing its watch is another matter. */
-    if (mask & (IN_DELETE_SELF | IN_IGNORED | IN_UNMOUNT))
-      t->need_rescan = true;
-    return 0;
-  }
-  if (mask & IN_DELETE_SELF)
-    return ks__drop(t, node, -1, err);
-  if (mask & IN_MOVE_SELF) {
-    /* The parent's IN_MOVED_FROM came first and dropped the node, unless a
-     * walk already found the directory at its new place and re-mapped it.
-     * Still at its path, it is consistent; anywhere else, we missed the
-     * move. */
-    if (!ks__node_in_place(t, node))
-      t->need_rescan = true;
-    return 0;
-  }
-  /* IN_IGNORED or IN_UNMOUNT for a directory we did not see go: the kernel
-   * stopped watching part of the tree. */
-  if (mask & (IN_IGNORED | IN_UNMOUNT))
-    t->need_rescan = true;
-  return 0;
-}
-
-/* A directory entry changed mode: it may have become listable, or stopped
- * being so (ks_ws_walk skips what it may not open). */
-static int ks__recheck_dir(struct ks_ws_tracker *t, const char *path, size_t len,
-                           struct ks_err *err) {
-  struct ks__node *n = ks__node_by_path(t, path, len);
-  struct ks_err e2;
-  int fd = -1;
-  int r = ks_open_beneath(t->rootfd, path, O_RDONLY | O_DIRECTORY, 0, &fd, &e2);
-
-  if (r == 0) {
-    ks_close_keep_errno(fd);
-    return n == NULL ? ks__walk(t, path, len, err) : 0;
-  }
-  if ((r == -EACCES || r == -EPERM) && n != NULL)
-    return ks__drop(t, n, -1, err);
-  return 0;
-}
-
-/* A file we do not index changed in a watched directory. It may be another
- * name of an indexed file (a hard link made by the box): then the indexed
- * names are stat'ed, which also tells them their link count, so from then
- * on they are stat'ed at every drain wherever that name goes. */
-static int ks__probe_excluded(struct ks_ws_tracker *t, struct ks__node *dir,
-                              const char *name, struct ks_err *err) {
-  struct ks__slot *slot;
-  struct stat st;
-  int fd = -1;
-  int r = ks__dir_fd(t, dir, &fd, err);
-
-  if (r != 0)
-    return r < 0 ? r : 0;
-  t->stats.stats++;
-  if (fstatat(fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode) ||
-      st.st_nlink < 2)
-    return 0;
-  slot = ks__inode_slot(t, (uint64_t) st.st_dev, (uint64_t) st.st_ino);
-  for (struct ks__file *g = slot != NULL ? slot->p : NULL; g != NULL;
-       g = g->in_inode.next)
-    ks__mark_dirty(t, g);
-  return 0;
-}
-
-static int ks__event(struct ks_ws_tracker *t, const struct inotify_event *ev,
-                     const struct inotify_event *prev, struct ks_err *err) {
-  struct ks__node *node;
-  const char *name;
-  size_t nlen;
-  size_t len;
-  bool isdir = (ev->mask & IN_ISDIR) != 0;
-
-  t->stats.events++;
-  if (ev->mask & IN_Q_OVERFLOW) {
-    t->need_rescan = true;
-    return 0;
-  }
-  if (t->need_rescan)
-    return 0; /* the rescan at the end of the drain covers it */
-  node = ks__node_by_wd(t, ev->wd);
-  if (node == NULL)
-    return 0; /* a watch we dropped: its directory left, or was re-mapped */
-  nlen = ev->len > 0 ? strnlen(ev->name, ev->len) : 0;
-  if (nlen == 0) {
-    ks__cache_drop(t);
-    return ks__event_self(t, node, ev->mask, err);
-  }
-  name = ev->name;
-  /* The stat for the previous event of this batch, if it was about the same
-   * name, was taken after this event was queued: it already says all this
-   * one could. */
-  if (!isdir && prev != NULL && prev->wd == ev->wd && !(prev->mask & IN_ISDIR) &&
-      strnlen(prev->name, prev->len) == nlen && memcmp(prev->name, name, nlen) == 0)
-    return 0;
-  if (isdir &&
-      (ks__is_private(name, nlen) || (node == t->root && ks__is_deps(name, nlen))))
-    return 0;
-  if (!isdir &&
-      (ks__is_private(name, nlen) || (node == t->root && ks__is_env(name, nlen))))
-    return ks__probe_excluded(t, node, name, err);
-  if (nlen > KS_WS_NAME_MAX || node->key.len + 1 + nlen > KS_WS_PATH_MAX)
-    return ks_err_set(err, ENAMETOOLONG, "walk", NULL);
-  len = node->key.len;
-  memcpy(t->path, node->key.path, len);
-  if (len > 0)
-    t->path[len++] = '/';
-  memcpy(t->path + len, name, nlen + 1);
-  len += nlen;
-
-  if (!isdir)
-    return ks__touch_name(t, node, t->path + len - nlen, t->path, len, err);
-  ks__cache_drop(t);
-  if (ev->mask & (IN_DELETE | IN_MOVED_FROM)) {
-    struct ks__node *n = ks__node_by_path(t, t->path, len);
-    if (n == NULL || n == t->root || ks__node_in_place(t, n))
-      return 0;
-    return ks__drop(t, n, -1, err);
-  }
-  if (ev->mask & (IN_CREATE | IN_MOVED_TO))
-    return ks__walk(t, t->path, len, err);
-  if (ev->mask & IN_ATTRIB)
-    return ks__recheck_dir(t, t->path, len, err);
-  return 0;
-}
-
-/* Work (directories listed plus files stat'ed) one drain may spend on
- * events before it gives up on them and rescans. Each event is cheap for the
- * box and may be dear for us: a directory moved away and back costs the box
- * two renames and us a walk of its subtree, so a box swapping a big
- * directory in a loop would make the events cost far more than a scan. Past
- * about one full scan's worth of work, a rescan is the cheaper answer, and
- * it bounds every drain to about three full scans (the budget, one walk in
- * progress, the rescan), as on a box that overflows the queue. */
-#define KS__DRAIN_BUDGET_MIN 4096u
-
-static uint64_t ks__drain_budget(const struct ks_ws_tracker *t) {
-  uint64_t size = (uint64_t) t->files.n + t->wds.n;
-  return size > KS__DRAIN_BUDGET_MIN ? size : KS__DRAIN_BUDGET_MIN;
-}
-
-/* Applies the events queued now (not those that arrive meanwhile: a busy
- * concurrent run must not keep a drain going forever), then the rescan if
- * one is due, then the re-stat pass. */
-static int ks__drain(struct ks_ws_tracker *t, struct ks_err *err) {
-  int avail = 0;
-  size_t consumed = 0;
-  uint64_t work0 = t->stats.walks + t->stats.stats;
-  uint64_t budget = ks__drain_budget(t);
-  bool over = false;
-  int r = 0;
-
-  if (ioctl(t->ifd, FIONREAD, &avail) < 0)
-    return ks_err_set(err, errno, "ioctl", NULL);
-  while (consumed < (size_t) avail) {
-    const struct inotify_event *prev = NULL;
-    ssize_t n = read(t->ifd, t->events, KS__EVENTS_BUF);
-    if (n < 0) {
-      if (errno == EINTR)
-        continue;
-      if (errno == EAGAIN)
-        break;
-      return ks_err_set(err, errno, "read", NULL);
-    }
-    if (n == 0)
-      break;
-    consumed += (size_t) n;
-    for (ssize_t off = 0; off < n && !over;) {
-      const struct inotify_event *ev = (const struct inotify_event *) (t->events + off);
-      off += (ssize_t) (sizeof *ev + ev->len);
-      r = ks__event(t, ev, prev, err);
-      if (r < 0)
-        break;
-      prev = ev;
-      if (t->stats.walks + t->stats.stats - work0 > budget) {
-        /* The rest of the batch is read and dropped: the rescan covers it. */
-        over = true;
-        t->need_rescan = true;
-        t->stats.budget_rescans++;
-      }
-    }
-    ks__cache_drop(t);
-    if (r < 0)
-      return r;
-  }
-  if (t->need_rescan) {
-    r = ks__rescan(t, err);
-    if (r < 0)
-      return r;
-  }
-  r = ks__restat_dirty(t, err);
-  ks__cache_drop(t);
-  return r;
-}
-
-static int ks__sync(struct ks_ws_tracker *t, struct ks_err *err) {
-  int r = ks__drain(t, err);
-  if (r < 0)
-    ks__fail(t, err);
-  return r;
-}
-
-/* ---- the API ------------------------------------------------------------------ */
-
-int ks_ws_tracker_open(int rootfd, struct ks_ws_tracker **ret, struct ks_err *err) {
-  struct ks_ws_tracker *t = calloc(1, sizeof *t);
-  int r;
-
-  if (t == NULL)
-    return ks_err_set(err, ENOMEM, "malloc", NULL);
-  t->rootfd = -1;
-  t->ifd = -1;
-  t->cache_fd = -1;
-  t->dents = malloc(KS__DENTS_BUF);
-  t->events = malloc(KS__EVENTS_BUF);
-  if (t->dents == NULL || t->events == NULL) {
-    r = ks_err_set(err, ENOMEM, "malloc", NULL);
-    goto fail;
-  }
-  /* Our own descriptor: the caller's may be closed with its request. */
-  t->rootfd = fcntl(rootfd, F_DUPFD_CLOEXEC, 3);
-  if (t->rootfd < 0) {
-    r = ks_err_set(err, errno, "fcntl", NULL);
-    goto fail;
-  }
-  t->ifd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
-  if (t->ifd < 0) {
-    r = ks_err_set(err, errno, "inotify_init1", NULL);
-    goto fail;
-  }
-  r = ks__walk(t, "", 0, err);
-  if (r == 0 && t->root == NULL)
-    r = ks_err_set(err, EIO, "walk", NULL);
-  if (r == 0)
-    r = ks__restat_dirty(t, err);
-  if (r < 0)
-    goto fail;
-  *ret = t;
-  return 0;
-
-fail:
-  ks_ws_tracker_close(t);
-  return r;
-}
-
-int ks_ws_tracker_begin(struct ks_ws_tracker *t, struct ks_ws_call **ret_call,
-                        struct ks_err *err) {
-  struct ks_ws_call *c;
-  int r = ks__sync(t, err);
-
-  if (r < 0)
-    return r;
-  c = calloc(1, sizeof *c);
-  if (c == NULL)
-    return ks_err_set(err, ENOMEM, "malloc", NULL);
-  c->next = t->calls;
-  if (t->calls != NULL)
-    t->calls->prev = c;
-  t->calls = c;
-  *ret_call = c;
-  return 0;
-}
-
-bool ks_ws_tracker_quiet(struct ks_ws_tracker *t) {
-  int avail = 0;
-  return !t->need_rescan && ioctl(t->ifd, FIONREAD, &avail) == 0 && avail == 0;
-}
-
-size_t ks_ws_tracker_call_size(const struct ks_ws_call *call) { return call->recs.n; }
-
-static void ks__call_free(struct ks_ws_tracker *t, struct ks_ws_call *c) {
-  if (c->prev != NULL)
-    c->prev->next = c->next;
-  else
-    t->calls = c->next;
-  if (c->next != NULL)
-    c->next->prev = c->prev;
-  for (size_t i = 0; c->recs.slots != NULL && i <= c->recs.mask; i++)
-    free(c->recs.slots[i].p);
-  ks__tab_free(&c->recs);
-  free(c);
-}
-
-void ks_ws_tracker_abandon(struct ks_ws_tracker *t, struct ks_ws_call *call) {
-  if (call != NULL)
-    ks__call_free(t, call);
-}
-
-static int ks__change_cmp(const void *a, const void *b) {
-  return strcmp(((const struct ks_ws_change *) a)->path,
-                ((const struct ks_ws_change *) b)->path);
-}
-
-static int ks__collect(struct ks_ws_tracker *t, const struct ks_ws_call *c,
-                       struct ks_ws_change **ret, size_t *ret_n, struct ks_err *err) {
-  struct ks_ws_change *out = NULL;
-  char *strings = NULL;
-  size_t n = 0;
-  size_t bytes = 0;
-  size_t k = 0;
-
-  for (int pass = 0; pass < 2; pass++) {
-    for (size_t i = 0; c->recs.slots != NULL && i <= c->recs.mask; i++) {
-      const struct ks__rec *rec = c->recs.slots[i].p;
-      const struct ks__file *f;
-      enum ks_ws_change_kind kind;
-
-      if (rec == NULL)
-        continue;
-      f = ks__file_by_path(t, rec->key.path, rec->key.len, rec->key.hash);
-      if (f == NULL)
-        continue; /* deleted, or never a regular file */
-      if (!rec->present)
-        kind = KS_WS_CREATED;
-      else if (rec->size != f->size || rec->mtime_ns != f->mtime_ns)
-        kind = KS_WS_MODIFIED;
-      else
-        continue;
-      if (pass == 0) {
-        n++;
-        bytes += rec->key.len + 1;
-        continue;
-      }
-      memcpy(strings, rec->key.path, rec->key.len + 1);
-      out[k].path = strings;
-      out[k].size = f->size;
-      out[k].kind = kind;
-      strings += rec->key.len + 1;
-      k++;
-    }
-    if (pass == 0) {
-      if (n == 0) {
-        *ret = NULL;
-        *ret_n = 0;
-        return 0;
-      }
-      /* One block: the array, then its paths, so one free() releases both. */
-      out = malloc(n * sizeof *out + bytes);
-      if (out == NULL)
-        return ks_err_set(err, ENOMEM, "malloc", NULL);
-      strings = (char *) (out + n);
-    }
-  }
-  if (n > 1)
-    qsort(out, n, sizeof *out, ks__change_cmp);
-  *ret = out;
-  *ret_n = n;
-  return 0;
-}
-
-int ks_ws_tracker_end(struct ks_ws_tracker *t, struct ks_ws_call *call,
-                      struct ks_ws_change **ret, size_t *ret_n, struct ks_err *err) {
-  int r = ks__sync(t, err);
-
-  if (r == 0 && call->errnum != 0)
-    r = ks_err_set(err, call->errnum, call->syscall, NULL);
-  if (r == 0)
-    r = ks__collect(t, call, ret, ret_n, err);
-  ks__call_free(t, call);
-  return r;
-}
-
-int ks_ws_tracker_drain(struct ks_ws_tracker *t, struct ks_err *err) {
-  return ks__sync(t, err);
-}
-
-int ks_ws_tracker_fd(const struct ks_ws_tracker *t) {
-  return t->ifd;
-}
-
-void ks_ws_tracker_request_rescan(struct ks_ws_tracker *t) {
-  t->need_rescan = true;
-}
-
-void ks_ws_tracker_get_stats(const struct ks_ws_tracker *t,
-                             struct ks_ws_tracker_stats *ret) {
-  *ret = t->stats;
-  ret->files = t->files.n;
-  ret->dirs = t->wds.n;
-}
-
-int ks_ws_tracker_verify(struct ks_ws_tracker *t, struct ks_err *err) {
-  struct ks_ws_entry *ent = NULL;
-  size_t n = 0;
-  int r = ks__sync(t, err);
-
-  if (r < 0)
-    return r;
-  r = ks_ws_list(t->rootfd, "", &ent, &n, err);
-  if (r < 0)
-    return r;
-  for (size_t i = 0; i < n && r == 0; i++) {
-    size_t len = strlen(ent[i].path);
-    const struct ks__file *f =
-        ks__file_by_path(t, ent[i].path, len, ks_hash_bytes(ent[i].path, len));
-    if (f == NULL || f->size != ent[i].size || f->mtime_ns != ent[i].mtime_ns) {
-      memcpy(t->path, ent[i].path, len + 1);
-      r = ks_err_set(err, EBADMSG, "verify", t->path);
-    }
-  }
-  if (r == 0 && n != t->files.n) {
-    /* An indexed file the scan does not have: name the first one. */
-    for (size_t i = 0; t->files.slots != NULL && i <= t->files.mask; i++) {
-      const struct ks__file *f = t->files.slots[i].p;
-      bool found = false;
-      if (f == NULL)
-        continue;
-      for (size_t j = 0; j < n && !found; j++)
-        found = strcmp(ent[j].path, f->key.path) == 0;
-      if (!found) {
-        memcpy(t->path, f->key.path, f->key.len + 1);
-        break;
-      }
-    }
-    r = ks_err_set(err, EBADMSG, "verify", t->path);
-  }
-  free(ent);
-  return r;
-}
-
-void ks_ws_tracker_close(struct ks_ws_tracker *t) {
-  if (t == NULL)
-    return;
-  while (t->calls != NULL)
-    ks__call_free(t, t->calls);
-  ks__cache_drop(t);
-  ks__free_files(t);
-  ks__free_nodes(&t->wds);
-  ks__tab_free(&t->dirs);
-  /* Closing the instance removes every watch at once. */
-  if (t->ifd >= 0)
-    ks_close_keep_errno(t->ifd);
-  if (t->rootfd >= 0)
-    ks_close_keep_errno(t->rootfd);
-  free(t->todo.buf);
-  free(t->dents);
-  free(t->events);
-  free(t);
 }
