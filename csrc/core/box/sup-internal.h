@@ -99,9 +99,10 @@ struct ks_box {
   bool pipe_grown[2]; /* stdout/stderr pipe enlarged for a heavy writer */
   struct ks__watch watch[KS__BOX_PIPES + 1];
   uint64_t start_ns;
+  /* When the state's time is up (ks__sweep): parked, running or settling,
+   * the call's deadline (UINT64_MAX: none); KILLED, the kill grace's end;
+   * DRAINING, the drain grace's end (at once for a kern given up on). */
   uint64_t deadline_ns;
-  uint64_t drain_deadline_ns;
-  uint64_t kill_deadline_ns;
   enum ks_box_state state;    /* where it is in its life (boxstate.h); moved only
                                * by ks__box_to */
   int ctl;                    /* our end of the init's control channel, or -1 */

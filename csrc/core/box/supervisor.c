@@ -1076,7 +1076,7 @@ static void ks__on_kern_exit(struct ks_sup *sup, struct ks_box *box, uint64_t no
   box->res.wait_status = status;
   ks__box_to(box, KS_BOX_DRAINING);
   box->res.duration_ns = now - box->start_ns;
-  box->drain_deadline_ns = now + KS__DRAIN_GRACE_NS;
+  box->deadline_ns = now + KS__DRAIN_GRACE_NS;
   (void) epoll_ctl(sup->epfd, EPOLL_CTL_DEL, box->proc.pidfd, NULL);
   ks_proc_close(&box->proc);
 }
@@ -1118,7 +1118,7 @@ void ks__kill_box(struct ks_sup *sup, struct ks_box *box, uint64_t now, bool tim
     box->res.timed_out = true;
   else
     box->res.cancelled = true;
-  box->kill_deadline_ns = now + KS__KILL_GRACE_NS;
+  box->deadline_ns = now + KS__KILL_GRACE_NS;
   /* Group first, while kern (unreaped) still pins the group id. kern's
    * die-with-parent chain takes the box down with it; its watchdog, in a
    * session of its own, is killed with it (ks_proc_kill_tree). */
@@ -1134,7 +1134,7 @@ static void ks__abandon_kern(struct ks_sup *sup, struct ks_box *box, uint64_t no
   ks__box_to(box, KS_BOX_DRAINING);
   box->res.status_known = false;
   box->res.duration_ns = now - box->start_ns;
-  box->drain_deadline_ns = now;
+  box->deadline_ns = now;
   ks_proc_kill_and_release(&box->proc, 0);
 }
 
@@ -1200,10 +1200,9 @@ static void ks__sweep(struct ks_sup *sup, uint64_t now) {
       ks__kill_box(sup, box, now, true);
     else if (ks__box_alive(box) && cancels && ks__box_cancelled(sup, box))
       ks__kill_box(sup, box, now, false);
-    else if (box->state == KS_BOX_KILLED && now >= box->kill_deadline_ns)
+    else if (box->state == KS_BOX_KILLED && now >= box->deadline_ns)
       ks__abandon_kern(sup, box, now);
-    if (box->state == KS_BOX_DRAINING &&
-        (ks__box_quiet(box) || now >= box->drain_deadline_ns))
+    if (box->state == KS_BOX_DRAINING && (ks__box_quiet(box) || now >= box->deadline_ns))
       ks__finish_box(sup, box, &stops);
     box = next;
   }
@@ -1229,11 +1228,8 @@ static int ks__next_timeout_ms(struct ks_sup *sup, uint64_t now) {
   uint64_t wait_ns;
 
   for (struct ks_box *b = sup->live; b != NULL; b = b->next) {
-    uint64_t t = b->state == KS_BOX_DRAINING ? b->drain_deadline_ns
-                 : b->state == KS_BOX_KILLED ? b->kill_deadline_ns
-                                             : b->deadline_ns;
-    if (t < next)
-      next = t;
+    if (b->deadline_ns < next)
+      next = b->deadline_ns;
   }
   for (struct ks__aux *a = sup->aux; a != NULL; a = a->next) {
     if (a->deadline_ns < next)
