@@ -23,8 +23,8 @@ enum ks_box_state {
   /* No kern yet: with its submitter, the scan thread or in the pending list.
    * Zero, so that a box fresh from calloc is in it. */
   KS_BOX_PENDING = 0,
-  /* A prewarm box's kern, started with no call: no deadline until a call
-   * claims it. */
+  /* A prewarm box's kern, started with no call and so with no deadline,
+   * waiting for a call to claim it. */
   KS_BOX_PARKED,
   /* kern runs the box's call, under the call's deadline. */
   KS_BOX_RUNNING,
