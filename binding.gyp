@@ -6,6 +6,7 @@
         "csrc/core/workspace/commit.c",
         "csrc/core/compat.c",
         "csrc/core/envfd.c",
+        "csrc/core/box/boxstate.c",
         "csrc/core/box/channel.c",
         "csrc/core/box/interp.c",
         "csrc/core/box/interpreter.c",
@@ -50,8 +51,8 @@
       "cflags!": ["-fno-exceptions"],
       "configurations": {
         "Debug": {
-          "#": "The Debug build is the sanitizer build (npm run test:asan). KS_FAILPOINTS: the pauses tests put into the engine's races (csrc/core/box/sup-internal.h); never in a release build.",
-          "defines": ["KS_FAILPOINTS"],
+          "#": "The Debug build is the sanitizer build (npm run test:asan). KS_FAILPOINTS: the pauses tests put into the engine's races (csrc/core/box/sup-internal.h); never in a release build. KS_STATE_CHECKS: an illegal box state transition aborts (csrc/core/box/boxstate.h).",
+          "defines": ["KS_FAILPOINTS", "KS_STATE_CHECKS"],
           "cflags": [
             "-fsanitize=address,undefined",
             "-fno-sanitize-recover=undefined",
@@ -62,7 +63,8 @@
           "ldflags": ["-fsanitize=address,undefined"]
         },
         "Tsan": {
-          "#": "The ThreadSanitizer build (npm run test:tsan), built by scripts/build-addon.js --tsan.",
+          "#": "The ThreadSanitizer build (npm run test:tsan), built by scripts/build-addon.js --tsan. KS_STATE_CHECKS as in Debug.",
+          "defines": ["KS_STATE_CHECKS"],
           "cflags": [
             "-fsanitize=thread",
             "-fno-omit-frame-pointer",

@@ -307,7 +307,7 @@ static void ks__kernel_kill(struct ks_sup *sup, struct ks_box *box, const char *
   ks__sendable_remove(sup, box->req.kernel_key);
   if (box->kernel != NULL && box->kernel->dead_why == NULL)
     box->kernel->dead_why = why;
-  if (!box->exited && !box->killed)
+  if (ks__box_alive(box))
     ks__kill_box(sup, box, now, false);
 }
 
@@ -510,10 +510,11 @@ static void ks__ip_send_new(struct ks_sup *sup, struct ks_box *box, char *data, 
   ks__ip_send(sup, box);
 }
 
-/* A one-shot box's RUN goes once the box is attached and no longer parked. */
+/* A one-shot box's RUN goes once the box is attached; a prewarm box's
+ * comes with the call that claims it, in the claimer's box. */
 static void ks__ip_start_run(struct ks_sup *sup, struct ks_box *box) {
   char *msg = box->req.ip_msg;
-  if (box->ip < 0 || box->parked || msg == NULL)
+  if (box->ip < 0 || ks__box_prewarm(box) || msg == NULL)
     return;
   box->req.ip_msg = NULL;
   ks__ip_send_new(sup, box, msg, box->req.ip_msg_len, NULL, 0);
@@ -533,7 +534,7 @@ void ks__ip_attach(struct ks_sup *sup, struct ks_box *box, int fd) {
     return;
   }
   ks__ip_start_run(sup, box);
-  if (box->kernel != NULL && !box->parked)
+  if (box->kernel != NULL && !ks__box_prewarm(box))
     ks__kernel_pump(sup, box, ks__now_ns());
 }
 
@@ -634,7 +635,7 @@ static void ks__kernel_message(struct ks_sup *sup, struct ks_box *box, const str
 static void ks__ip_final_done(struct ks_box *box, const struct ks_ip_done *done) {
   int r;
 
-  if (box->parked || box->killed || box->exited || box->res.reported || box->final_done ||
+  if (box->state != KS_BOX_RUNNING || box->res.reported || box->final_done ||
       box->req.early_cap < 0 || box->workload_pidfd < 0 || done->end == KS_IP_INTERRUPTED ||
       done->value < 0 || done->value > 255)
     return;
@@ -651,7 +652,7 @@ static void ks__ip_final_done(struct ks_box *box, const struct ks_ip_done *done)
   box->res.reported = true;
   box->res.report_end = KS_INIT_EXITED;
   box->res.report_value = done->value;
-  box->settle_early = true;
+  ks__box_to(box, KS_BOX_SETTLING);
 }
 
 /* One whole message of a one-shot box (RUN). */
@@ -774,8 +775,7 @@ static void ks__kernel_pump(struct ks_sup *sup, struct ks_box *box, uint64_t now
   int errp[2] = {-1, -1};
   int fds[2] = {-1, -1};
 
-  if (k == NULL || k->current != NULL || k->queue == NULL || box->ip < 0 || box->parked ||
-      box->exited || box->killed)
+  if (k == NULL || k->current != NULL || k->queue == NULL || box->ip < 0 || !ks__box_runs(box))
     return;
   cell = k->queue;
   if (cell->req.type != KS_IP_KERNEL && !k->ready)
@@ -816,7 +816,7 @@ static void ks__kernel_pump(struct ks_sup *sup, struct ks_box *box, uint64_t now
 /* A live, ready kernel box of this key, or NULL. */
 static struct ks_box *ks__kernel_box(struct ks_sup *sup, uint64_t key) {
   for (struct ks_box *box = sup->live; box != NULL; box = box->next) {
-    if (box->req.kernel_key == key && box->kernel != NULL && !box->exited && !box->killed)
+    if (box->req.kernel_key == key && box->kernel != NULL && ks__box_alive(box))
       return box;
   }
   return NULL;
@@ -924,7 +924,7 @@ void ks__cells_sweep(struct ks_sup *sup, uint64_t now) {
   for (struct ks_box *box = sup->live; box != NULL; box = box->next) {
     struct ks__kernel *k = box->kernel;
     struct ks_cell *cell, *start;
-    if (k == NULL || box->exited || box->killed)
+    if (k == NULL || !ks__box_alive(box))
       continue;
     /* Queued cells whose call was aborted end now, never run. */
     for (struct ks_cell **pp = &k->queue; *pp != NULL;) {
@@ -977,7 +977,7 @@ uint64_t ks__cells_next_deadline(struct ks_sup *sup) {
     struct ks__kernel *k = box->kernel;
     struct ks_cell *cell;
     uint64_t t;
-    if (k == NULL || box->exited || box->killed)
+    if (k == NULL || !ks__box_alive(box))
       continue;
     cell = k->current != NULL ? k->current : ks__queued_start(k);
     if (cell == NULL || (cell == k->current && !cell->sent))

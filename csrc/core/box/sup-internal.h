@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "boxstate.h"
 #include "interp.h"
 #include "kit.h"
 #include "supervisor.h"
@@ -98,12 +99,12 @@ struct ks_box {
   bool pipe_grown[2]; /* stdout/stderr pipe enlarged for a heavy writer */
   struct ks__watch watch[KS__BOX_PIPES + 1];
   uint64_t start_ns;
+  /* When the state's time is up (ks__sweep): parked, running or settling,
+   * the call's deadline (UINT64_MAX: none); KILLED, the kill grace's end;
+   * DRAINING, the drain grace's end (at once for a kern given up on). */
   uint64_t deadline_ns;
-  uint64_t drain_deadline_ns;
-  uint64_t kill_deadline_ns;
-  bool exited;
-  bool killed;
-  bool parked;                /* a prewarm box waiting for its call */
+  enum ks_box_state state;    /* where it is in its life (boxstate.h); moved only
+                               * by ks__box_to */
   int ctl;                    /* our end of the init's control channel, or -1 */
   int release;                /* a box settled at the init's report: a copy of ctl
                                * whose shutdown at ks_box_free, once the result is
@@ -113,8 +114,6 @@ struct ks_box {
   struct ks_chan_reader chan;
   size_t spec_sent;           /* bytes of req.spec written to ctl */
   bool ctl_out;               /* ctl is watched for EPOLLOUT too */
-  bool settle_early;          /* the report came: settle at the sweep, after the
-                               * batch (later events of it may name this box) */
   int pending_fd[2];          /* descriptors that came on ctl, for its ATTACH */
   int workload_pidfd;         /* from ATTACH: a pidfd of the interpreter, or -1 */
   bool final_done;            /* settling at the interpreter's final DONE, whose
@@ -133,6 +132,33 @@ struct ks_box {
   uint64_t forget;            /* nonzero: not a box but ks_sup_forget_group's
                                * marker in the pending list (see there) */
 };
+
+/* Moves the box to another state of its life, checked (boxstate.h). */
+static inline void ks__box_to(struct ks_box *box, enum ks_box_state to) {
+  (void) ks_box_state_set(&box->state, to);
+}
+
+/* kern runs and we have not killed it: the box is parked, running or
+ * settling. */
+static inline bool ks__box_alive(const struct ks_box *box) {
+  return box->state == KS_BOX_PARKED || box->state == KS_BOX_RUNNING ||
+         box->state == KS_BOX_SETTLING;
+}
+
+/* Its call runs: kern alive and not parked. */
+static inline bool ks__box_runs(const struct ks_box *box) {
+  return box->state == KS_BOX_RUNNING || box->state == KS_BOX_SETTLING;
+}
+
+/* A prewarm box: parked once it started, and still one once killed or
+ * reaped there (a claim's request has no park key). */
+static inline bool ks__box_prewarm(const struct ks_box *box) { return box->req.park_key != 0; }
+
+/* We killed its kern: ks__kill_box is what marks a box's result timed out
+ * or cancelled, and nothing else does. */
+static inline bool ks__box_was_killed(const struct ks_box *box) {
+  return box->res.timed_out || box->res.cancelled;
+}
 
 /* A kern still tearing down a box whose call settled at the init's report:
  * its descriptors are drained and dropped (kern must never write into a

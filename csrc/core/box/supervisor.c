@@ -248,7 +248,7 @@ static void ks__queue_stop(struct ks_sup *sup, struct ks_box *box, struct ks__st
   struct ks_box_request *req = &box->req;
   struct ks__stop *stop;
 
-  if (!box->killed || req->stop_argv == NULL)
+  if (!ks__box_was_killed(box) || req->stop_argv == NULL)
     return;
   stop = calloc(1, sizeof *stop);
   if (stop != NULL)
@@ -394,6 +394,7 @@ static void ks__after_box(struct ks_sup *sup, struct ks_box *box) {
   struct ks_box *p = box->claimed;
 
   box->claimed = NULL;
+  ks__box_to(box, KS_BOX_ENDED); /* from here on the box is the caller's */
   if (ks__end_inline(box))
     sup->hooks.on_done(sup->ctx, box);
   else
@@ -540,16 +541,15 @@ static void ks__spawn_box(struct ks_sup *sup, struct ks_box *box) {
     ks__report_spawn_failure(sup, box, &err);
     return;
   }
-  if (box->req.park_key != 0) {
-    box->parked = true; /* no call: no deadline until one claims it */
-    box->deadline_ns = UINT64_MAX;
-  } else if (box->req.kernel_key != 0) {
+  ks__box_to(box, ks__box_prewarm(box) ? KS_BOX_PARKED : KS_BOX_RUNNING);
+  if (box->state == KS_BOX_PARKED)
+    box->deadline_ns = UINT64_MAX; /* no call: no deadline until one claims it */
+  else if (box->req.kernel_key != 0)
     box->deadline_ns = UINT64_MAX; /* a kernel lives until closed; its cells have deadlines */
-  } else {
+  else
     box->deadline_ns = box->start_ns + box->req.timeout_ns;
-  }
   ks__live_link(sup, box);
-  if (!box->parked && box->req.spec != NULL)
+  if (box->state == KS_BOX_RUNNING && box->req.spec != NULL)
     ks__send_spec(sup, box);
 }
 
@@ -637,7 +637,7 @@ static void ks__drain_started(struct ks_sup *sup, struct ks_box *box) {
       /* kern forked its watchdog before the box, so it is there now: a
        * parked box's kern's children are pinned here, off any call's path,
        * and close() of an idle session reads no /proc to kill them. */
-      if (box->parked && box->res.nstarted == 0 && !box->exited && !box->killed)
+      if (box->state == KS_BOX_PARKED && box->res.nstarted == 0)
         ks_proc_pin_kids(&box->proc, &box->kids);
       for (ssize_t i = 0; i < n; i++) {
         if (box->res.nstarted < sizeof box->res.started)
@@ -822,18 +822,19 @@ static void ks__on_ctl(struct ks_sup *sup, struct ks_box *box, uint32_t events, 
 static void ks__on_report(struct ks_sup *sup, struct ks_box *box) {
   const struct ks_init_report *rep = &box->chan.rep;
 
-  if (box->parked && box->res.taken)
+  if (ks__box_prewarm(box) && box->res.taken)
     return;
-  if (!box->parked && !box->killed && !box->exited && box->req.early_cap >= 0 &&
+  if (box->state == KS_BOX_RUNNING && box->req.early_cap >= 0 &&
       !(rep->end == KS_INIT_SIGNALED && rep->value == SIGKILL))
-    box->settle_early = true;
+    ks__box_to(box, KS_BOX_SETTLING); /* at the sweep, after the batch: later
+                                        * events of it may name this box */
   else
     ks__watch_close(sup, &box->ctl); /* we wait for kern's exit: the init may go */
 }
 
 static struct ks_box *ks__find_parked(struct ks_sup *sup, uint64_t key) {
   for (struct ks_box *b = sup->live; b != NULL; b = b->next) {
-    if (b->parked && b->req.park_key == key)
+    if (ks__box_prewarm(b) && b->req.park_key == key)
       return b;
   }
   return NULL;
@@ -846,9 +847,10 @@ static bool ks__adopt_parked(struct ks_sup *sup, struct ks_box *box) {
   uint64_t now;
   char **stop;
 
-  if (p == NULL || p->exited || p->killed || p->ctl < 0 || ks__box_cancelled(sup, p))
+  if (p == NULL || p->state != KS_BOX_PARKED || p->ctl < 0 || ks__box_cancelled(sup, p))
     return false;
   now = ks__now_ns();
+  ks__box_to(box, KS_BOX_RUNNING);
   /* The call's message first: the box starts it while we move the watches. */
   box->ctl = p->ctl;
   p->ctl = -1;
@@ -922,6 +924,7 @@ static bool ks__adopt_parked(struct ks_sup *sup, struct ks_box *box) {
    * call's with the call (waking the JS thread while the call runs cost
    * 1-2 ms in a third of prewarmed calls here: it shares two CPUs with the
    * box). */
+  ks__box_to(p, KS_BOX_CLAIMED);
   p->res.claimed = true;
   p->res.status_known = false;
   if (box->req.kernel_key != 0)
@@ -1060,7 +1063,7 @@ static void ks__on_kern_exit(struct ks_sup *sup, struct ks_box *box, uint64_t no
   int status = 0;
   int r;
 
-  if (box->exited)
+  if (box->state == KS_BOX_DRAINING)
     return;
   /* kern is a zombie now, so its group id is still pinned: take down
    * whatever it left in its group (a helper, a holder of our pipes) before
@@ -1071,9 +1074,9 @@ static void ks__on_kern_exit(struct ks_sup *sup, struct ks_box *box, uint64_t no
     return; /* not reapable yet; the pidfd will report again */
   box->res.status_known = (r == 1);
   box->res.wait_status = status;
-  box->exited = true;
+  ks__box_to(box, KS_BOX_DRAINING);
   box->res.duration_ns = now - box->start_ns;
-  box->drain_deadline_ns = now + KS__DRAIN_GRACE_NS;
+  box->deadline_ns = now + KS__DRAIN_GRACE_NS;
   (void) epoll_ctl(sup->epfd, EPOLL_CTL_DEL, box->proc.pidfd, NULL);
   ks_proc_close(&box->proc);
 }
@@ -1093,7 +1096,9 @@ bool ks__key_cancelled(struct ks_sup *sup, uint64_t key) {
 static bool ks__box_cancelled(struct ks_sup *sup, const struct ks_box *box) {
   uint64_t group = box->req.group;
   uint64_t call = box->req.call;
-  uint64_t park = box->parked ? box->req.park_key : 0; /* a claimed box answers to its call */
+  /* a parked box answers to its park key too; a call's box that claimed one,
+   * to the call's keys */
+  uint64_t park = box->state == KS_BOX_PARKED ? box->req.park_key : 0;
   bool found = false;
   if (group == 0 && call == 0 && park == 0)
     return false;
@@ -1108,12 +1113,12 @@ static bool ks__box_cancelled(struct ks_sup *sup, const struct ks_box *box) {
 /* Our deadline fired, or the box's session was closed or its call aborted:
  * kern goes now. */
 void ks__kill_box(struct ks_sup *sup, struct ks_box *box, uint64_t now, bool timeout) {
-  box->killed = true;
+  ks__box_to(box, KS_BOX_KILLED);
   if (timeout)
     box->res.timed_out = true;
   else
     box->res.cancelled = true;
-  box->kill_deadline_ns = now + KS__KILL_GRACE_NS;
+  box->deadline_ns = now + KS__KILL_GRACE_NS;
   /* Group first, while kern (unreaped) still pins the group id. kern's
    * die-with-parent chain takes the box down with it; its watchdog, in a
    * session of its own, is killed with it (ks_proc_kill_tree). */
@@ -1126,17 +1131,18 @@ void ks__kill_box(struct ks_sup *sup, struct ks_box *box, uint64_t now, bool tim
  * it, so this one never blocks on it. */
 static void ks__abandon_kern(struct ks_sup *sup, struct ks_box *box, uint64_t now) {
   (void) epoll_ctl(sup->epfd, EPOLL_CTL_DEL, box->proc.pidfd, NULL);
-  box->exited = true;
+  ks__box_to(box, KS_BOX_DRAINING);
   box->res.status_known = false;
   box->res.duration_ns = now - box->start_ns;
-  box->drain_deadline_ns = now;
+  box->deadline_ns = now;
   ks_proc_kill_and_release(&box->proc, 0);
 }
 
 static void ks__finish_box(struct ks_sup *sup, struct ks_box *box, struct ks__stop **stops) {
   ks_proc_kids_close(&box->kids); /* kern has exited: nothing of it to kill */
   ks__ip_drain(sup, box, ks__now_ns());
-  ks__ip_box_end(sup, box, box->killed ? "the kernel's box was killed" : "the kernel's box ended");
+  ks__ip_box_end(sup, box,
+                 ks__box_was_killed(box) ? "the kernel's box was killed" : "the kernel's box ended");
   /* Whatever is still buffered in the pipes was written before the end. */
   ks__drain_output(sup, box, KS_STDOUT, KS__READ_BUDGET);
   ks__drain_output(sup, box, KS_STDERR, KS__READ_BUDGET);
@@ -1177,7 +1183,7 @@ static void ks__sweep(struct ks_sup *sup, uint64_t now) {
    * gone (claimed, or died) leaves nothing behind. */
   for (size_t i = 0; i < sup->ndrops; i++) {
     struct ks_box *p = ks__find_parked(sup, sup->drops[i]);
-    if (p != NULL && !p->exited && !p->killed)
+    if (p != NULL && p->state == KS_BOX_PARKED)
       ks__kill_box(sup, p, now, false);
   }
   sup->ndrops = 0;
@@ -1185,18 +1191,18 @@ static void ks__sweep(struct ks_sup *sup, uint64_t now) {
 
   while (box != NULL) {
     struct ks_box *next = box->next;
-    if (box->settle_early && !box->exited && !box->killed) {
+    if (box->state == KS_BOX_SETTLING) {
       ks__settle_early(sup, box, now);
       box = next;
       continue;
     }
-    if (!box->exited && !box->killed && now >= box->deadline_ns)
+    if (ks__box_alive(box) && now >= box->deadline_ns)
       ks__kill_box(sup, box, now, true);
-    else if (!box->exited && !box->killed && cancels && ks__box_cancelled(sup, box))
+    else if (ks__box_alive(box) && cancels && ks__box_cancelled(sup, box))
       ks__kill_box(sup, box, now, false);
-    else if (!box->exited && box->killed && now >= box->kill_deadline_ns)
+    else if (box->state == KS_BOX_KILLED && now >= box->deadline_ns)
       ks__abandon_kern(sup, box, now);
-    if (box->exited && (ks__box_quiet(box) || now >= box->drain_deadline_ns))
+    if (box->state == KS_BOX_DRAINING && (ks__box_quiet(box) || now >= box->deadline_ns))
       ks__finish_box(sup, box, &stops);
     box = next;
   }
@@ -1222,11 +1228,8 @@ static int ks__next_timeout_ms(struct ks_sup *sup, uint64_t now) {
   uint64_t wait_ns;
 
   for (struct ks_box *b = sup->live; b != NULL; b = b->next) {
-    uint64_t t = b->exited ? b->drain_deadline_ns
-                 : b->killed ? b->kill_deadline_ns
-                             : b->deadline_ns;
-    if (t < next)
-      next = t;
+    if (b->deadline_ns < next)
+      next = b->deadline_ns;
   }
   for (struct ks__aux *a = sup->aux; a != NULL; a = a->next) {
     if (a->deadline_ns < next)
@@ -1363,7 +1366,7 @@ static void ks__teardown(struct ks_sup *sup, struct ks_box *pending) {
    * of its own, so a frozen kern never holds up process exit or a Worker's
    * end. */
   for (struct ks_box *box = sup->live; box != NULL; box = box->next) {
-    if (!box->exited)
+    if (box->state != KS_BOX_DRAINING)
       ks_proc_kill_tree(&box->proc, &box->kids);
   }
   for (struct ks__aux *a = sup->aux; a != NULL; a = a->next)
@@ -1373,10 +1376,10 @@ static void ks__teardown(struct ks_sup *sup, struct ks_box *pending) {
   budget_end = ks__now_ns() + KS__TEARDOWN_WAIT_NS;
   while (sup->live != NULL) {
     struct ks_box *box = sup->live;
-    if (!box->exited) {
+    if (box->state != KS_BOX_DRAINING) {
       (void) epoll_ctl(sup->epfd, EPOLL_CTL_DEL, box->proc.pidfd, NULL);
       ks_proc_kill_and_release(&box->proc, ks__ms_until(budget_end));
-      box->exited = true;
+      ks__box_to(box, KS_BOX_DRAINING);
       box->res.status_known = false;
     }
     for (int i = 0; i < KS__BOX_PIPES; i++)

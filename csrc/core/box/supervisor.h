@@ -75,7 +75,8 @@ struct ks_box_request {
                        * it over (it then ends as `claimed`) or it is dropped
                        * (ks_sup_drop_parked) or its group cancelled */
   uint64_t claim_key; /* nonzero: run in the parked box of this key if it is
-                       * still there (sending spec), else start argv cold */
+                       * still there (sending spec), else start argv cold;
+                       * never with a park_key of its own */
   /* The interpreter protocol (interp.h), for a box whose init runs with
    * --interp. */
   char *ip_msg;       /* a message to send once the box is attached and
