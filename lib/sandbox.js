@@ -9,6 +9,7 @@ const path = require("path");
 const crypto = require("crypto");
 const { ASYNC_DISPOSE } = require("./dispose");
 const binding = require("./binding");
+const { startBox } = require("./engine");
 const { normalizeOptions, normalizeCallOptions, signalOption, describe } = require("./options");
 const { checkHostSource, within } = require("./mounts");
 const { findKern, openKern, boxName, boxArgv, envFileContent, DEPS_DIR } = require("./kern");
@@ -368,9 +369,9 @@ class Sandbox {
       resultMax: resultMax(o), kernelKey: 0, shareChannel: kind !== "python" };
     let done;
     try {
-      done = binding.run(this.#kern, argv, st.kernEnvFor(o.enforceLimits), envFile,
-        st.tmpdir, [this.#kern, "stop", name], timeoutS * 1000, o.maxOutputBytes, null, null,
-        null, st.group, st.kernFd, 0, terms);
+      done = startBox(st, { kern: this.#kern, argv, enforceLimits: o.enforceLimits, envFile,
+        stopArgv: [this.#kern, "stop", name], timeoutMs: timeoutS * 1000,
+        maxOutputBytes: o.maxOutputBytes, terms });
     } catch {
       return null; // the engine is shutting down (process.exit): no box ahead, calls start cold
     }
@@ -490,10 +491,9 @@ class Sandbox {
       try {
         // One native call: the engine scans the workspace before and after
         // the box on its own thread, spawns, supervises and kills.
-        raw = await binding.run(this.#kern, argv,
-          adopting ? NOTHING : st.kernEnvFor(o.enforceLimits), adopting ? null : envFile,
-          st.tmpdir, stopArgv, timeoutS * 1000,
-          o.maxOutputBytes, o.onStdout, o.onStderr, st.watch, st.group, st.kernFd, cancelKey, terms);
+        raw = await startBox(st, { kern: this.#kern, argv, enforceLimits: o.enforceLimits,
+          envFile, stopArgv, timeoutMs: timeoutS * 1000, maxOutputBytes: o.maxOutputBytes,
+          onStdout: o.onStdout, onStderr: o.onStderr, watch: st.watch, cancelKey, terms });
       } catch (e) {
         if (signal !== null && signal.aborted) throw abortError(signal);
         if (e.code === "ECANCELED")
@@ -703,9 +703,9 @@ class Sandbox {
       ? st.pool.take("python", this.#poolKey(o, flagsKey, envFile), 3600 * 1000) : null;
     const terms = { earlyCap: -1, spec: null, parkKey: 0, claimKey: ready !== null ? ready.parkKey : 0,
       run: null, resultMax: resultMax(o), kernelKey: key };
-    const box = binding.run(this.#kern, argv, st.kernEnvFor(o.enforceLimits), envFile, st.tmpdir,
-      [this.#kern, "stop", name], KERNEL_BACKSTOP_S * 1000, o.maxOutputBytes, null, null, null,
-      st.group, st.kernFd, key, terms);
+    const box = startBox(st, { kern: this.#kern, argv, enforceLimits: o.enforceLimits, envFile,
+      stopArgv: [this.#kern, "stop", name], timeoutMs: KERNEL_BACKSTOP_S * 1000,
+      maxOutputBytes: o.maxOutputBytes, cancelKey: key, terms });
     st.trackParked(box, { runsCode: true });
     // The pool refills once the kernel is up: a box started meanwhile would
     // take the CPU the kernel's start needs.
