@@ -13,6 +13,7 @@
 
 #include "../err.h"
 #include "wsfs.h"
+#include "wsfs-internal.h" /* struct ks__dirent64, KS__DENTS_BUF */
 #include "wstab.h"
 #include "wstrack.h"
 
@@ -20,19 +21,9 @@
   (IN_CREATE | IN_DELETE | IN_MODIFY | IN_CLOSE_WRITE | IN_ATTRIB | IN_MOVED_FROM |      \
    IN_MOVED_TO | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR | IN_EXCL_UNLINK)
 
-#define KS__DENTS_BUF (64 * 1024)
 /* Large enough for hundreds of events per read; one event is at most
  * sizeof(struct inotify_event) + NAME_MAX + 1 bytes. */
 #define KS__EVENTS_BUF (64 * 1024)
-
-/* The layout getdents64(2) writes; glibc only wraps it since 2.30. */
-struct ks__dirent64 {
-  uint64_t d_ino;
-  int64_t d_off;
-  unsigned short d_reclen;
-  unsigned char d_type;
-  char d_name[];
-};
 
 /* The first member of every object kept in a path table. */
 struct ks__key {
