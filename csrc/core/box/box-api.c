@@ -176,11 +176,9 @@ static void ks__on_stop(void *ctx, struct ks_cmd *cmds) {
 
 /* This thread is the parent of every kern it spawns, and the kernel asks
  * the parent thread's mask whether the SIGCHLD of a child's exit is
- * ignored. Blocked here, it never is: it was queued for the process and
- * woke the JS thread (the one thread that takes it) to drop it, once per
- * box, while the caller's next call started (ftrace: complete_signal <-
- * do_notify_parent <- do_exit of kern). Unblocked, the default disposition
- * drops it where it is made. A program that handles SIGCHLD (Node's
+ * ignored. Blocked here, it never is: it is queued for the process and
+ * wakes the JS thread (the one thread that takes it) to drop it, once per
+ * box. Unblocked, the default disposition drops it where it is made. A program that handles SIGCHLD (Node's
  * child_process does, while it has children) may now have its handler run
  * on this thread, as on any of libuv's; every blocking call here handles EINTR. */
 static void ks__accept_sigchld(void) {

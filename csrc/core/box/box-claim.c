@@ -201,7 +201,17 @@ struct ks_box *ks__find_parked(struct ks_sup *sup, uint64_t key) {
 }
 
 /* Moves a parked box's kern into the claiming call's box, which runs from
- * now: its deadline, duration and output count from the call. */
+ * now: its deadline, duration and output count from the call.
+ *
+ * The move is field by field because struct ks_box is both the kern (its
+ * process, pipes, channel, interpreter socket and their watches) and the
+ * call (request, result, user). Attaching the call to the parked box
+ * instead needs the two apart: the kern's part one struct that a box owns
+ * and a claim hands over whole (its watches' owners then point at it, not
+ * at a box), the call's part the one the glue holds, with on_done handing
+ * back calls; what the parked start leaves in the result (its output, its
+ * started bytes, a TAKEN or report that came while it was parked, and its
+ * `kern stop` and environment) is then the kern's, read by the call. */
 bool ks__adopt_parked(struct ks_sup *sup, struct ks_box *box) {
   struct ks_box *p = ks__find_parked(sup, box->req.claim_key);
   uint64_t now;
@@ -277,9 +287,8 @@ bool ks__adopt_parked(struct ks_sup *sup, struct ks_box *box) {
   ks__live_unlink(sup, p);
   ks__live_link(sup, box);
   /* The parked run settles with nothing of its own: a kernel's now, a
-   * call's with the call (waking the JS thread while the call runs cost
-   * 1-2 ms in a third of prewarmed calls here: it shares two CPUs with the
-   * box). */
+   * call's with the call (waking the JS thread for it while the call runs
+   * would take CPU from the box). */
   ks__box_to(p, KS_BOX_CLAIMED);
   p->res.claimed = true;
   p->res.status_known = false;

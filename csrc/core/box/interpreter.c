@@ -308,8 +308,8 @@ static void ks__kernel_message(struct ks_sup *sup, struct ks_box *box, const str
 }
 
 /* A RUN's final DONE (KS_IP_DONE_FINAL): the call settles at the sweep,
- * with DONE's account of the exit, and the interpreter's own teardown
- * (~1.2 ms of unmapping here) goes on off the call's path. The interpreter
+ * with DONE's account of the exit, and the interpreter's own teardown (its
+ * unmapping) goes on off the call's path. The interpreter
  * is SIGKILLed first, through the pidfd the init took of it: whether the
  * DONE was honest (the process is on its way out) or forged by the code (it
  * would run on), nothing of it runs once the call has settled, and the init
