@@ -359,15 +359,17 @@ int ks_sup_drop_parked(struct ks_sup *sup, uint64_t key) {
 void ks_sup_forget_group(struct ks_sup *sup, uint64_t group) {
   struct ks__forget *f = calloc(1, sizeof *f);
 
-  if (f != NULL) {
-    f->cmd.kind = KS__CMD_FORGET;
-    f->group = group;
-    ks_keys_forget_queued(&sup->keys);
-    if (ks_loop_post(&sup->loop, &f->cmd) == 0)
-      return;
-    free(f);
+  if (f == NULL) {
+    ks_keys_forget(&sup->keys, group, false);
+    return;
   }
-  ks_keys_forget(&sup->keys, group, f != NULL);
+  f->cmd.kind = KS__CMD_FORGET;
+  f->group = group;
+  ks_keys_forget_queued(&sup->keys);
+  if (ks_loop_post(&sup->loop, &f->cmd) < 0) {
+    free(f);
+    ks_keys_forget(&sup->keys, group, true); /* the loop has stopped: at once */
+  }
 }
 
 size_t ks_sup_live_boxes(struct ks_sup *sup) { return atomic_load(&sup->live_count); }
