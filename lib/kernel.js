@@ -5,7 +5,7 @@
 // across cells. The box is the in-box init's interpreter box; the engine
 // sends it the kernel driver (lib/inbox/python-kernel.py) and then each
 // cell, with stdout and stderr pipes of the cell's own, and enforces each
-// cell's deadline (csrc/core/box/interpreter.c). Two isolations:
+// cell's deadline (csrc/core/box/interpreter-cells.c). Two isolations:
 //   "shared": cells run in the interpreter itself; a cell past its deadline
 //             (or aborted) gets a KeyboardInterrupt, and one that ignores it
 //             for 1 s more gets the kernel killed.

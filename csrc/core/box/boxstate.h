@@ -1,7 +1,8 @@
 /* A box's lifecycle as the supervisor thread sees it: one state, and the
  * transitions between states that the supervisor makes. Knows nothing of a
- * box's fields: supervisor.c and interpreter.c keep the state in struct
- * ks_box (sup-internal.h) and move it only with ks_box_state_set.
+ * box's fields: the box subsystem (box*.c) and the interpreter
+ * (interpreter*.c) keep the state in struct ks_box (sup-internal.h) and
+ * move it only with ks_box_state_set.
  *
  *   PENDING  -> PARKED | RUNNING | ENDED
  *   PARKED   -> CLAIMED | KILLED | DRAINING

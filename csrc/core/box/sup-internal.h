@@ -1,6 +1,9 @@
-/* The supervisor's own structures and the few helpers its files share
- * (supervisor.c: boxes, helpers, tails; interpreter.c: the interpreter
- * socket, results and kernel cells). Not for use outside csrc/core/box/. */
+/* The supervisor's structures, shared by its two subsystems on the loop
+ * (loop.h): boxes (box.c, box-*.c) and the interpreter with its kernels and
+ * cells (interpreter.c, interpreter-cells.c). Structures and inline
+ * predicates only: what each subsystem offers the other is declared in its
+ * own header (box-internal.h, interpreter.h). Not for use outside
+ * csrc/core/box/. */
 #ifndef KS_CORE_SUP_INTERNAL_H
 #define KS_CORE_SUP_INTERNAL_H
 
@@ -11,10 +14,12 @@
 
 #include "boxstate.h"
 #include "interp.h"
+#include "keys.h"
 #include "kit.h"
+#include "loop.h"
 #include "supervisor.h"
 
-#define KS__MS 1000000ULL
+#define KS__MS KS_LOOP_MS
 #define KS__SEC 1000000000ULL
 /* After kern exits, a process outside its group (a double-forked daemon) may
  * still hold the pipes: read what it already wrote, but only this long. */
@@ -29,40 +34,16 @@
 #define KS__TEARDOWN_WAIT_NS (KS__SEC / 2)
 /* Bytes read from one pipe per wakeup, so one flood cannot starve the rest. */
 #define KS__READ_BUDGET (4u << 20)
-/* A read goes into the output buffer's free tail once that tail holds at
- * least this much; below it the buffer doubles first. Asking for a big tail
- * on every read (256 KiB, as this once did) made a kern that writes its
- * one-line warning in three pieces cost a 256 KiB then a 512 KiB block, a
- * 256 KiB copy and ~130 page faults: ~1.5 ms of this thread per call. */
-#define KS__READ_ROOM_MIN (4u << 10)
-/* Bytes past the cap go to /dev/null this many at a time. */
-#define KS__SPLICE_CHUNK (1u << 20)
-#define KS__SCRATCH_SIZE (64u << 10)
 /* A box whose call settled at the init's report is left to kern's teardown
  * (~5-10 ms) this long, then killed and `kern stop`ped like a timed-out one:
  * close() promises no kern of the session 500 ms after it. */
 #define KS__TAIL_GRACE_NS (400 * KS__MS)
-#define KS__MAX_EVENTS 64
 
-enum ks__watch_kind {
-  KS__W_STDOUT = KS_STDOUT,
-  KS__W_STDERR = KS_STDERR,
-  KS__W_STARTED,
-  KS__W_PIDFD,
-  KS__W_WAKE,
-  KS__W_AUX,
-  KS__W_CTL,
-  KS__W_TAIL_FD,
-  KS__W_TAIL_PIDFD,
-  KS__W_IP,       /* a box's interpreter socket (interpreter.c) */
-  KS__W_CELL_OUT, /* a kernel cell's stdout pipe; + KS_STDERR for stderr */
-  KS__W_CELL_ERR,
-  KS__W_STRAY,    /* a finished cell's pipe, still held by a process it left */
-};
-
-struct ks__watch {
-  enum ks__watch_kind kind;
-  void *owner;
+/* What a command on the loop (struct ks_cmd) carries. */
+enum ks__cmd_kind {
+  KS__CMD_BOX,    /* a box to spawn: struct ks_box */
+  KS__CMD_CELL,   /* a kernel's cell: struct ks_cell */
+  KS__CMD_FORGET, /* a group to forget: struct ks__forget */
 };
 
 /* The read ends we hold for one box: stdout, stderr, started. */
@@ -84,6 +65,7 @@ struct ks__ip_out {
 struct ks__kernel;
 
 struct ks_box {
+  struct ks_cmd cmd; /* KS__CMD_BOX, on its way to the supervisor thread */
   struct ks_box_request req;
   struct ks_box_result res;
   void *user;
@@ -97,7 +79,7 @@ struct ks_box {
                              * it started: ks_proc_kill_tree needs no /proc read then */
   int fd[KS__BOX_PIPES];
   bool pipe_grown[2]; /* stdout/stderr pipe enlarged for a heavy writer */
-  struct ks__watch watch[KS__BOX_PIPES + 1];
+  struct ks_watch watch[KS__BOX_PIPES + 1]; /* the pipes, then the pidfd */
   uint64_t start_ns;
   /* When the state's time is up (ks__sweep): parked, running or settling,
    * the call's deadline (UINT64_MAX: none); KILLED, the kill grace's end;
@@ -110,7 +92,7 @@ struct ks_box {
                                * whose shutdown at ks_box_free, once the result is
                                * the caller's, lets the init exit (protocol.h,
                                * REPORT); -1 */
-  struct ks__watch ctl_watch;
+  struct ks_watch ctl_watch;
   struct ks_chan_reader chan;
   size_t spec_sent;           /* bytes of req.spec written to ctl */
   bool ctl_out;               /* ctl is watched for EPOLLOUT too */
@@ -121,7 +103,7 @@ struct ks_box {
   struct ks_init_report final_rep;
   /* The interpreter socket (interp.h) of a box started with --interp. */
   int ip;                     /* its host end, or -1 (not attached yet, or gone) */
-  struct ks__watch ip_watch;
+  struct ks_watch ip_watch;
   struct ks_ip_reader ipr;
   struct ks__ip_out ip_out;   /* the message being sent */
   bool ip_out_watched;        /* ip is watched for EPOLLOUT too */
@@ -129,8 +111,6 @@ struct ks_box {
   struct ks_box *claimed;     /* the parked box this call took, its run still to
                                * settle: with this box's, one wakeup of the JS
                                * thread, not one more while the call runs */
-  uint64_t forget;            /* nonzero: not a box but ks_sup_forget_group's
-                               * marker in the pending list (see there) */
 };
 
 /* Moves the box to another state of its life, checked (boxstate.h). */
@@ -168,8 +148,8 @@ static inline bool ks__box_was_killed(const struct ks_box *box) {
 struct ks__tail {
   struct ks_proc proc;
   int fd[KS__TAIL_FDS];
-  struct ks__watch watch[KS__TAIL_FDS];
-  struct ks__watch pid_watch;
+  struct ks_watch watch[KS__TAIL_FDS];
+  struct ks_watch pid_watch;
   bool reaped; /* freed at the sweep: later events of the batch may name it */
   uint64_t deadline_ns;
   char *path;
@@ -185,7 +165,7 @@ struct ks__tail {
 struct ks__aux {
   struct ks_proc proc;
   uint64_t deadline_ns;
-  struct ks__watch watch;
+  struct ks_watch watch;
   struct ks__aux *next;
   struct ks__aux *prev;
 };
@@ -200,30 +180,27 @@ struct ks__scanner {
   bool stopped;        /* guarded by lock */
 };
 
+/* What the interpreter (interpreter*.c) needs of the box subsystem, which
+ * calls the interpreter (interpreter.h) and is not called back by it: the
+ * box subsystem fills this in when the supervisor starts. */
+struct ks__box_hooks {
+  /* Kills the box's kern now, as cancelled (its kernel is over). */
+  void (*kill)(struct ks_sup *sup, struct ks_box *box, uint64_t now);
+};
+
 struct ks_sup {
   pthread_t thread;
   struct ks__scanner scanner;
-  int epfd;
-  int wakefd;
-  int devnull;
-  pthread_mutex_t lock;
-  struct ks_box *pending_head; /* guarded by lock */
-  struct ks_box *pending_tail; /* guarded by lock */
-  struct ks_cell *cells_head;  /* cells submitted, guarded by lock */
-  struct ks_cell *cells_tail;  /* guarded by lock */
+  struct ks_loop loop;         /* the supervisor thread's (loop.h) */
+  struct ks_keys keys;         /* cancelled groups and calls, parks to drop */
+  struct ks__box_hooks box_hooks;
+  struct ks_cell *turn_cells;  /* the cells taken this turn, not sent yet:
+                                * queued on their kernels after the boxes */
   struct ks_cell *cells_done;  /* finished cells, handed to JS after the batch */
   /* Ready kernels whose cells the submitting thread may send itself
    * (ks_sup_send_cell), guarded by kernels_lock. */
   pthread_mutex_t kernels_lock;
   struct ks__sendable *sendable;
-  bool stopping;               /* guarded by lock */
-  uint64_t *cancelled;         /* cancelled groups, guarded by lock */
-  size_t ncancelled;           /* guarded by lock */
-  size_t cancelled_cap;        /* guarded by lock */
-  size_t forgets_pending;      /* forget markers queued, guarded by lock */
-  uint64_t *drops;             /* park keys to recycle, guarded by lock */
-  size_t ndrops;               /* guarded by lock */
-  size_t drops_cap;            /* guarded by lock */
   _Atomic size_t live_count;
   struct ks_box *live;
   struct ks__aux *aux;
@@ -233,16 +210,14 @@ struct ks_sup {
   _Atomic size_t tail_count;
   struct ks_sup_hooks hooks;
   void *ctx;
-  struct ks__watch wake_watch;
   struct ks_box_kit kit;       /* the next cold box's pipes and channel, made ahead */
   _Atomic int kit_fds[KS_KIT_FDS]; /* its descriptors, for ks_sup_spare_fds (-1: none) */
   uint64_t kit_retry_ns;       /* after a failure to make it (EMFILE), not before this */
 #ifdef KS_FAILPOINTS
-  /* The Debug build's pause after the thread took the cells (from
+  /* The Debug build's pause after the thread took the commands (from
    * KS_FAILPOINT_SUP_TAKE_MS): it widens the window a test races into. */
   unsigned failpoint_take_ms;
 #endif
-  char scratch[KS__SCRATCH_SIZE];
 };
 
 /* A ready kernel, as the submitting thread sees it: a copy of its socket to
@@ -253,15 +228,16 @@ struct ks__sendable {
   struct ks__sendable *next;
 };
 
-/* A kernel's cell, from submission to on_cell_done (interpreter.c). */
+/* A kernel's cell, from submission to on_cell_done (interpreter-cells.c). */
 struct ks_cell {
+  struct ks_cmd cmd;         /* KS__CMD_CELL, on its way to the supervisor thread */
   struct ks_cell_request req;
   struct ks_cell_result res;
   void *user;
   struct ks_cell *next;
   struct ks_box *box;        /* the kernel box it runs in, once queued there */
   int fd[2];                 /* read ends of its stdout and stderr pipes, or -1 */
-  struct ks__watch watch[2];
+  struct ks_watch watch[2];
   uint64_t start_ns;          /* its submission; then its sending */
   uint64_t deadline_ns;      /* then: the interrupt or kill (a kernel's start: from its
                               * submission, sent or not) */
@@ -276,7 +252,7 @@ struct ks_cell {
  * holds: drained into nothing until its last writer is gone. */
 struct ks__stray {
   int fd;
-  struct ks__watch watch;
+  struct ks_watch watch;
   struct ks__kernel *kernel;
   struct ks__stray *next;
 };
@@ -292,53 +268,5 @@ struct ks__kernel {
   const char *dead_why;    /* why the host is ending the kernel, or NULL */
   struct ks__stray *strays;
 };
-
-uint64_t ks__now_ns(void);
-/* Queues a cell for the supervisor thread without waking it (0, or
- * -ECANCELED after shutdown began); ks__wake then wakes it. */
-int ks__queue_cell(struct ks_sup *sup, struct ks_cell *cell);
-/* Wakes the supervisor thread (its eventfd). */
-void ks__wake(struct ks_sup *sup);
-int ks__watch_add(struct ks_sup *sup, int fd, struct ks__watch *w);
-int ks__watch_mod(struct ks_sup *sup, int fd, struct ks__watch *w, uint32_t events);
-void ks__watch_close(struct ks_sup *sup, int *fd);
-void ks__kill_box(struct ks_sup *sup, struct ks_box *box, uint64_t now, bool timeout);
-bool ks__key_cancelled(struct ks_sup *sup, uint64_t key);
-
-/* Reads what one output pipe holds, up to budget bytes: into b under its
- * cap, past it dropped (spliced to /dev/null when nobody streams it). emit,
- * when report is set, gets each chunk read. Closes *fd at EOF. Returns the
- * bytes read. */
-size_t ks__drain_fd(struct ks_sup *sup, int *fd, struct ks_outbuf *b, bool report,
-                    void (*emit)(struct ks_sup *sup, void *owner, enum ks_stream s,
-                                 const char *data, size_t len),
-                    void *owner, enum ks_stream s, size_t budget);
-
-/* interpreter.c */
-void ks__ip_box_init(struct ks_box *box);
-void ks__ip_box_free(struct ks_box *box);
-/* ATTACH came with fd: the box's interpreter socket. Sends what waits. */
-void ks__ip_attach(struct ks_sup *sup, struct ks_box *box, int fd);
-/* Moves a parked box's interpreter socket into the box that claims it. */
-void ks__ip_adopt(struct ks_sup *sup, struct ks_box *box, struct ks_box *parked);
-void ks__ip_on_event(struct ks_sup *sup, struct ks_box *box, uint32_t events, uint64_t now);
-void ks__ip_drain(struct ks_sup *sup, struct ks_box *box, uint64_t now);
-void ks__cell_on_output(struct ks_sup *sup, struct ks__watch *w);
-void ks__stray_drain(struct ks_sup *sup, struct ks__watch *w);
-/* The cells submitted since the last turn: to their kernels' queues. */
-void ks__cells_take(struct ks_sup *sup, struct ks_cell *cells, uint64_t now);
-/* Of those, the ones the submitting thread sent itself, now; returns the
- * rest, in order. */
-struct ks_cell *ks__cells_take_present(struct ks_sup *sup, struct ks_cell *cells);
-/* Deadlines, aborts and graces of every kernel's cells. */
-void ks__cells_sweep(struct ks_sup *sup, uint64_t now);
-uint64_t ks__cells_next_deadline(struct ks_sup *sup);
-/* The box is finished (or gone): its cells end with it. */
-void ks__ip_box_end(struct ks_sup *sup, struct ks_box *box, const char *why);
-/* Teardown: cells never taken end as if their kernel were gone. */
-void ks__cells_cancel(struct ks_sup *sup, struct ks_cell *cells);
-/* Hands the cells finished during the batch to on_cell_done: never in the
- * middle of one, where a later event may still name a cell's pipes. */
-void ks__cells_flush(struct ks_sup *sup);
 
 #endif

@@ -1,0 +1,303 @@
+/* A box's control channel to its init (the spec out, TAKEN, ATTACH and
+ * the report in), the settle at the report, and the claim of a parked
+ * box by a call. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "box-internal.h"
+#include "interpreter.h"
+#include "../util.h"
+
+void ks__send_spec(struct ks_sup *sup, struct ks_box *box) {
+  while (box->ctl >= 0 && box->req.spec != NULL && box->spec_sent < box->req.spec_len) {
+    ssize_t n = send(box->ctl, box->req.spec + box->spec_sent, box->req.spec_len - box->spec_sent,
+                     MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n > 0) {
+      box->spec_sent += (size_t) n;
+      continue;
+    }
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n < 0 && errno == EAGAIN) {
+      if (!box->ctl_out)
+        (void) ks_loop_watch_mod(&sup->loop, box->ctl, &box->ctl_watch, EPOLLIN | EPOLLOUT);
+      box->ctl_out = true;
+      return;
+    }
+    break; /* the init is gone: kern's exit tells the rest */
+  }
+  if (box->ctl_out && box->ctl >= 0)
+    (void) ks_loop_watch_mod(&sup->loop, box->ctl, &box->ctl_watch, EPOLLIN);
+  box->ctl_out = false;
+  free(box->req.spec);
+  box->req.spec = NULL;
+}
+
+/* RUSAGE_CHILDREN in the box, not kern's. */
+void ks__usage_from_report(struct ks_box *box, const struct ks_init_report *rep) {
+  memset(&box->res.usage, 0, sizeof box->res.usage);
+  box->res.usage.ru_utime.tv_sec = (time_t) (rep->utime_us / 1000000u);
+  box->res.usage.ru_utime.tv_usec = (suseconds_t) (rep->utime_us % 1000000u);
+  box->res.usage.ru_stime.tv_sec = (time_t) (rep->stime_us / 1000000u);
+  box->res.usage.ru_stime.tv_usec = (suseconds_t) (rep->stime_us % 1000000u);
+  box->res.usage.ru_maxrss = (long) rep->maxrss_kb;
+}
+
+/* The init reported: every process of the box is dead, so every byte they
+ * wrote is in our pipes. Settle now, and leave kern's teardown to a tail.
+ * Not for a SIGKILLed workload, whose OOM attribution needs kern's cap byte
+ * at its exit, nor when the caller has no cap byte to report. */
+void ks__settle_early(struct ks_sup *sup, struct ks_box *box, uint64_t now) {
+  const struct ks_init_report *rep = box->final_done ? &box->final_rep : &box->chan.rep;
+  int code = ks_chan_exit_code(rep);
+  struct ks__tail *tail;
+
+  ks__ip_drain(sup, box, now); /* results and the TAKEN sent before the exit */
+  ks__ip_box_end(sup, box, "the kernel's interpreter exited");
+  ks__drain_output(sup, box, KS_STDOUT, KS__READ_BUDGET);
+  ks__drain_output(sup, box, KS_STDERR, KS__READ_BUDGET);
+  box->res.status_known = true;
+  box->res.wait_status = (code & 0xff) << 8; /* as kern's exit status */
+  box->res.started[0] = 0x01;
+  box->res.started[1] = (unsigned char) box->req.early_cap;
+  box->res.nstarted = 2;
+  ks__usage_from_report(box, rep);
+  box->res.duration_ns = now - box->start_ns;
+  box->res.settled_early = true;
+  if (box->ctl >= 0)
+    box->release = fcntl(box->ctl, F_DUPFD_CLOEXEC, 3);
+  tail = ks__tail_adopt(sup, box, now);
+  ks__live_unlink(sup, box);
+  ks__after_box(sup, box); /* the call first: arming the tail is 5 syscalls */
+  ks__tail_arm(sup, tail);
+}
+
+/* Descriptors that came with bytes of the channel: the first two are kept
+ * for the ATTACH frame they rode on (the init sends nothing else with
+ * any); any other is closed at once. */
+static void ks__take_fds(struct ks_box *box, struct msghdr *msg) {
+  for (struct cmsghdr *c = CMSG_FIRSTHDR(msg); c != NULL; c = CMSG_NXTHDR(msg, c)) {
+    size_t n;
+    if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+      continue;
+    n = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+    for (size_t i = 0; i < n; i++) {
+      int fd;
+      memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof fd);
+      if (box->pending_fd[0] < 0)
+        box->pending_fd[0] = fd;
+      else if (box->pending_fd[1] < 0)
+        box->pending_fd[1] = fd;
+      else
+        ks_close_keep_errno(fd);
+    }
+  }
+}
+
+/* What one frame of the channel completed. */
+static void ks__on_chan_event(struct ks_sup *sup, struct ks_box *box, enum ks_chan_event ev) {
+  int fd;
+  switch (ev) {
+  case KS_CHAN_TAKEN:
+    box->res.taken = true;
+    break;
+  case KS_CHAN_ATTACH:
+    fd = box->pending_fd[0];
+    box->pending_fd[0] = -1;
+    if (box->workload_pidfd < 0) {
+      box->workload_pidfd = box->pending_fd[1];
+      box->pending_fd[1] = -1;
+    }
+    if (fd >= 0)
+      ks__ip_attach(sup, box, fd);
+    break;
+  default:
+    break;
+  }
+}
+
+static void ks__on_report(struct ks_sup *sup, struct ks_box *box);
+
+void ks__on_ctl(struct ks_sup *sup, struct ks_box *box, uint32_t events) {
+  unsigned char buf[256];
+  union {
+    struct cmsghdr align;
+    char buf[CMSG_SPACE(4 * sizeof(int))];
+  } control;
+  const struct ks_init_report *rep = &box->chan.rep;
+
+  if ((events & EPOLLOUT) && box->req.spec != NULL)
+    ks__send_spec(sup, box);
+  while (box->ctl >= 0) {
+    struct iovec iov = {.iov_base = buf, .iov_len = sizeof buf};
+    struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = control.buf,
+                         .msg_controllen = sizeof control.buf};
+    ssize_t n = recvmsg(box->ctl, &msg, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+    if (n > 0) {
+      size_t off = 0;
+      ks__take_fds(box, &msg);
+      while (off < (size_t) n) {
+        enum ks_chan_event ev;
+        off += ks_chan_feed(&box->chan, buf + off, (size_t) n - off, &ev);
+        ks__on_chan_event(sup, box, ev);
+      }
+      continue;
+    }
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n < 0 && errno == EAGAIN)
+      break;
+    ks_loop_watch_close(&sup->loop, &box->ctl); /* EOF: the init has exited */
+  }
+  if (box->chan.state != KS_CHAN_DONE || box->res.reported)
+    return;
+  box->res.reported = true;
+  box->res.report_end = (int) rep->end;
+  box->res.report_value = rep->value;
+  ks__on_report(sup, box);
+}
+
+/* The channel's watch. */
+static void ks__on_ctl_event(void *ctx, struct ks_watch *w, uint32_t events, uint64_t now) {
+  (void) now;
+  ks__on_ctl(ctx, w->owner, events);
+}
+
+void ks__ctl_watch(struct ks_box *box) {
+  box->ctl_watch.fn = ks__on_ctl_event;
+  box->ctl_watch.owner = box;
+}
+
+/* The init's report is in: settle at it, or close the channel so that the
+ * init exits and we wait for kern's. A parked box whose init took a spec
+ * the caller sent itself keeps it for the claim on its way. */
+static void ks__on_report(struct ks_sup *sup, struct ks_box *box) {
+  const struct ks_init_report *rep = &box->chan.rep;
+
+  if (ks__box_prewarm(box) && box->res.taken)
+    return;
+  if (box->state == KS_BOX_RUNNING && box->req.early_cap >= 0 &&
+      !(rep->end == KS_INIT_SIGNALED && rep->value == SIGKILL))
+    ks__box_to(box, KS_BOX_SETTLING); /* at the sweep, after the batch: later
+                                        * events of it may name this box */
+  else
+    ks_loop_watch_close(&sup->loop, &box->ctl); /* we wait for kern's exit: the init may go */
+}
+
+struct ks_box *ks__find_parked(struct ks_sup *sup, uint64_t key) {
+  for (struct ks_box *b = sup->live; b != NULL; b = b->next) {
+    if (ks__box_prewarm(b) && b->req.park_key == key)
+      return b;
+  }
+  return NULL;
+}
+
+/* Moves a parked box's kern into the claiming call's box, which runs from
+ * now: its deadline, duration and output count from the call.
+ *
+ * The move is field by field because struct ks_box is both the kern (its
+ * process, pipes, channel, interpreter socket and their watches) and the
+ * call (request, result, user). Attaching the call to the parked box
+ * instead needs the two apart: the kern's part one struct that a box owns
+ * and a claim hands over whole (its watches' owners then point at it, not
+ * at a box), the call's part the one the glue holds, with on_done handing
+ * back calls; what the parked start leaves in the result (its output, its
+ * started bytes, a TAKEN or report that came while it was parked, and its
+ * `kern stop` and environment) is then the kern's, read by the call. */
+bool ks__adopt_parked(struct ks_sup *sup, struct ks_box *box) {
+  struct ks_box *p = ks__find_parked(sup, box->req.claim_key);
+  uint64_t now;
+  char **stop;
+
+  if (p == NULL || p->state != KS_BOX_PARKED || p->ctl < 0 || ks__box_cancelled(sup, p))
+    return false;
+  now = ks_now_ns();
+  ks__box_to(box, KS_BOX_RUNNING);
+  /* The call's message first: the box starts it while we move the watches. */
+  box->ctl = p->ctl;
+  p->ctl = -1;
+  box->ctl_out = false;
+  ks__ctl_watch(box);
+  ks__send_spec(sup, box);
+  ks__ip_adopt(sup, box, p); /* a Python box's RUN */
+  if (!box->ctl_out && box->ctl >= 0)
+    (void) ks_loop_watch_mod(&sup->loop, box->ctl, &box->ctl_watch, EPOLLIN);
+  box->proc = p->proc;
+  p->proc = (struct ks_proc) KS_PROC_INIT;
+  box->kids = p->kids;
+  p->kids.n = 0;
+  ks__box_watches(box);
+  for (int i = 0; i < KS__BOX_PIPES; i++) {
+    box->fd[i] = p->fd[i];
+    p->fd[i] = -1;
+    if (box->fd[i] >= 0)
+      (void) ks_loop_watch_mod(&sup->loop, box->fd[i], &box->watch[i], EPOLLIN);
+  }
+  box->pipe_grown[0] = p->pipe_grown[0];
+  box->pipe_grown[1] = p->pipe_grown[1];
+  (void) ks_loop_watch_mod(&sup->loop, box->proc.pidfd, &box->watch[KS__BOX_PIPES], EPOLLIN);
+  box->chan = p->chan;
+  /* A spec the caller sent itself may have been taken, even answered,
+   * while the box was still parked. */
+  box->res.taken = p->res.taken;
+  box->res.reported = p->res.reported;
+  box->res.report_end = p->res.report_end;
+  box->res.report_value = p->res.report_value;
+  for (int i = 0; i < 2; i++) {
+    box->pending_fd[i] = p->pending_fd[i];
+    p->pending_fd[i] = -1;
+  }
+  box->workload_pidfd = p->workload_pidfd;
+  p->workload_pidfd = -1;
+  /* What kern printed while the box started belongs to this call. */
+  for (int s = 0; s < 2; s++) {
+    struct ks_outbuf mine = box->res.out[s];
+    struct ks_outbuf *b = &box->res.out[s];
+    *b = p->res.out[s];
+    p->res.out[s] = mine;
+    b->cap = mine.cap;
+    if (b->len > b->cap) {
+      b->discarded += b->len - b->cap;
+      b->len = b->cap;
+    }
+    if (box->req.stream[s] && b->len > 0)
+      sup->hooks.on_output(sup->ctx, box, (enum ks_stream) s, b->data, b->len);
+  }
+  memcpy(box->res.started, p->res.started, sizeof box->res.started);
+  box->res.nstarted = p->res.nstarted;
+  /* `kern stop` must name the box that runs, with the environment its kern
+   * had (a claim whose caller sent its argv brings neither). */
+  stop = box->req.stop_argv;
+  box->req.stop_argv = p->req.stop_argv;
+  p->req.stop_argv = stop;
+  stop = box->req.envp;
+  box->req.envp = p->req.envp;
+  p->req.envp = stop;
+  box->start_ns = now;
+  box->deadline_ns = box->req.kernel_key != 0 ? UINT64_MAX : now + box->req.timeout_ns;
+  box->res.prewarmed = true;
+  ks__live_unlink(sup, p);
+  ks__live_link(sup, box);
+  /* The parked run settles with nothing of its own: a kernel's now, a
+   * call's with the call (waking the JS thread for it while the call runs
+   * would take CPU from the box). */
+  ks__box_to(p, KS_BOX_CLAIMED);
+  p->res.claimed = true;
+  p->res.status_known = false;
+  if (box->req.kernel_key != 0)
+    ks__after_box(sup, p);
+  else
+    box->claimed = p;
+  if (box->res.reported)
+    ks__on_report(sup, box);
+  return true;
+}
+

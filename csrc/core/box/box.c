@@ -1,0 +1,572 @@
+/* A box's life on the supervisor thread (boxstate.h): its spawn, its pipes
+ * and started bytes, kern's exit, the kill at a deadline or cancel, the
+ * drain, and the sweep after each turn that moves boxes on by time.
+ *
+ * Ownership: a box belongs to the submitter until ks_sup_submit, then to the
+ * supervisor thread (a command on the loop, then the live list) until
+ * on_done hands it back. Only the supervisor thread touches a submitted box.
+ * A box is never freed in the middle of an epoll batch, so no event of the
+ * batch can point at freed memory. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "box-internal.h"
+#include "interpreter.h"
+#include "../envfd.h"
+#include "../util.h"
+
+void ks_box_request_free(struct ks_box_request *req) {
+  if (req->has_begun)
+    ks_ws_watch_abandon(req->watch, &req->begun);
+  ks_ws_watch_unref(req->watch);
+  if (req->exec_fd > 2)
+    ks_close_keep_errno(req->exec_fd);
+  free(req->path);
+  ks__free_strv(req->argv);
+  ks__free_strv(req->envp);
+  ks__free_strv(req->stop_argv);
+  free(req->env_data);
+  free(req->tmpdir);
+  free(req->spec);
+  free(req->ip_msg);
+  if (req->chan_given) {
+    ks_close_keep_errno(req->chan[0]);
+    ks_close_keep_errno(req->chan[1]);
+  }
+  memset(req, 0, sizeof *req);
+}
+
+struct ks_box *ks_box_new(struct ks_box_request *req, void *user) {
+  struct ks_box *box = calloc(1, sizeof *box);
+  if (box == NULL)
+    return NULL;
+  box->req = *req;
+  memset(req, 0, sizeof *req);
+  if (box->req.has_begun) {
+    box->wcall = box->req.begun; /* the call counts from before the argv went out */
+    box->wcall_open = true;
+    box->req.has_begun = false;
+  }
+  box->user = user;
+  box->cmd.kind = KS__CMD_BOX;
+  box->proc = (struct ks_proc) KS_PROC_INIT;
+  for (int i = 0; i < KS__BOX_PIPES; i++)
+    box->fd[i] = -1;
+  box->ctl = -1;
+  box->release = -1;
+  box->pending_fd[0] = box->pending_fd[1] = -1;
+  box->workload_pidfd = -1;
+  ks_chan_init(&box->chan);
+  ks__ip_box_init(box);
+  ks_results_init(&box->res.results, box->req.result_max);
+  ks_outbuf_init(&box->res.out[KS_STDOUT], box->req.cap);
+  ks_outbuf_init(&box->res.out[KS_STDERR], box->req.cap);
+  return box;
+}
+
+void *ks_box_user(const struct ks_box *box) { return box->user; }
+
+const char *ks_box_request_path(const struct ks_box *box) { return box->req.path; }
+
+bool ks_box_request_scans(const struct ks_box *box) { return box->req.watch != NULL; }
+
+struct ks_box_result *ks_box_result(struct ks_box *box) { return &box->res; }
+
+int ks_box_take_release(struct ks_box *box) {
+  int fd = box->release;
+  box->release = -1;
+  return fd;
+}
+
+void ks_box_free(struct ks_box *box) {
+  if (box == NULL)
+    return;
+  ks_proc_kids_close(&box->kids);
+  /* Only at engine shutdown can a box still hold an open call here. */
+  if (box->wcall_open)
+    ks_ws_watch_abandon(box->req.watch, &box->wcall);
+  if (box->ctl >= 0)
+    ks_close_keep_errno(box->ctl);
+  if (box->release >= 0) {
+    /* The init waits for this after its report: now it may exit, and kern's
+     * teardown begins (the caller has the result). */
+    (void) shutdown(box->release, SHUT_WR);
+    ks_close_keep_errno(box->release);
+  }
+  for (int i = 0; i < 2; i++) {
+    if (box->pending_fd[i] >= 0)
+      ks_close_keep_errno(box->pending_fd[i]);
+  }
+  if (box->workload_pidfd >= 0)
+    ks_close_keep_errno(box->workload_pidfd);
+  ks__ip_box_free(box);
+  ks_results_free(&box->res.results);
+  ks_box_request_free(&box->req);
+  free(box->res.changes);
+  ks_outbuf_free(&box->res.out[KS_STDOUT]);
+  ks_outbuf_free(&box->res.out[KS_STDERR]);
+  free(box);
+}
+
+/* ---- the live list ----------------------------------------------------- */
+
+void ks__live_link(struct ks_sup *sup, struct ks_box *box) {
+  box->prev = NULL;
+  box->next = sup->live;
+  if (sup->live != NULL)
+    sup->live->prev = box;
+  sup->live = box;
+  atomic_fetch_add(&sup->live_count, 1);
+}
+
+void ks__live_unlink(struct ks_sup *sup, struct ks_box *box) {
+  if (box->prev != NULL)
+    box->prev->next = box->next;
+  else
+    sup->live = box->next;
+  if (box->next != NULL)
+    box->next->prev = box->prev;
+  box->next = box->prev = NULL;
+  atomic_fetch_sub(&sup->live_count, 1);
+}
+
+/* ---- spawning ---------------------------------------------------------- */
+
+void ks__report_spawn_failure(struct ks_sup *sup, struct ks_box *box, const struct ks_err *err) {
+  box->res.spawn_errnum = err->errnum;
+  box->res.spawn_syscall = err->syscall;
+  /* Through the scan thread: the call it began must end there. */
+  ks__after_box(sup, box);
+}
+
+/* The descriptors a cold box starts with: its pipes (taken from the kit
+ * made ahead, else made now), the init's channel (made with the pipes, or
+ * the caller's: *shared), and the env file. 0, or -1 with err set. */
+static int ks__spawn_fds(struct ks_sup *sup, struct ks_box *box, int pipes[][2], int chan[2],
+                         bool *shared, int *envfd, struct ks_err *err) {
+  bool own_chan = box->req.channel && !box->req.chan_given;
+  int r = 0;
+
+  if (ks_kit_ready(&sup->kit)) {
+    /* Made ahead (ks__kit_refill); the init's channel, on kern's stdin
+     * (which kern hands to the box), only if the box has no channel yet. */
+    ks_kit_take(&sup->kit, pipes, own_chan ? chan : NULL);
+    ks__kit_publish(sup);
+  } else {
+    for (int i = 0; i < KS__BOX_PIPES; i++)
+      pipes[i][0] = pipes[i][1] = -1;
+    for (int i = 0; i < KS__BOX_PIPES && r == 0; i++)
+      r = ks_pipe_nonblocking_read(pipes[i], err);
+    if (r == 0 && own_chan)
+      r = ks_channel_pair(chan, err);
+  }
+  if (r == 0 && box->req.channel && box->req.chan_given) {
+    chan[0] = box->req.chan[0];
+    chan[1] = box->req.chan[1];
+    box->req.chan_given = false;
+    *shared = true;
+  }
+  if (r == 0 && box->req.env_data != NULL)
+    r = ks_envfd_create(box->req.env_data, box->req.env_len, box->req.tmpdir, envfd, err);
+  return r;
+}
+
+/* Spawns kern with the box's descriptors where kern expects them
+ * (supervisor.h: KS_BOX_STARTED_FD, KS_BOX_ENV_FD). */
+static int ks__spawn_kern(struct ks_sup *sup, struct ks_box *box, int pipes[][2],
+                          const int chan[2], int envfd, struct ks_err *err) {
+  struct ks_spawn_plan plan;
+
+  memset(&plan, 0, sizeof plan);
+  plan.path = box->req.path;
+  plan.exec_fd = box->req.exec_fd;
+  plan.argv = box->req.argv;
+  plan.envp = box->req.envp;
+  plan.cwd = "/";
+  plan.fds[0] = chan[1] >= 0 ? chan[1] : sup->loop.devnull;
+  plan.fds[1] = pipes[KS_STDOUT][1];
+  plan.fds[2] = pipes[KS_STDERR][1];
+  plan.fds[KS_BOX_STARTED_FD] = pipes[2][1];
+  plan.nfds = KS_BOX_STARTED_FD + 1;
+  if (envfd >= 0) {
+    plan.fds[KS_BOX_ENV_FD] = envfd;
+    plan.nfds = KS_BOX_ENV_FD + 1;
+  }
+  box->start_ns = ks_now_ns();
+  return ks_proc_spawn(&plan, &box->proc, err);
+}
+
+/* Moves the read ends and our end of the channel into the spawned box and
+ * watches them and its pidfd. On failure kern is killed and every one of
+ * them closed: 0, or -1 with err set. */
+static int ks__spawn_watch(struct ks_sup *sup, struct ks_box *box, int pipes[][2], int chan[2],
+                           bool shared, struct ks_err *err) {
+  int r = 0;
+
+  ks__box_watches(box);
+  for (int i = 0; i < KS__BOX_PIPES; i++)
+    box->fd[i] = ks_take_fd(&pipes[i][0]);
+  for (int i = 0; i < KS__BOX_PIPES && r == 0; i++)
+    r = ks_loop_watch_add(&sup->loop, box->fd[i], &box->watch[i]);
+  if (r == 0)
+    r = ks_loop_watch_add(&sup->loop, box->proc.pidfd, &box->watch[KS__BOX_PIPES]);
+  if (r == 0 && chan[0] >= 0) {
+    box->ctl = ks_take_fd(&chan[0]);
+    ks__ctl_watch(box);
+    r = ks_loop_watch_add(&sup->loop, box->ctl, &box->ctl_watch);
+    /* A parked box whose caller sends the spec itself says nothing before
+     * its TAKEN, which we need only when the box ends (ks__finish_box
+     * reads it then) or once a claim has taken it over (which watches
+     * for it again): waking for it would only take the CPU the call's
+     * workload is starting on. */
+    if (r == 0 && shared && box->req.park_key != 0)
+      r = ks_loop_watch_mod(&sup->loop, box->ctl, &box->ctl_watch, 0);
+  }
+  if (r == 0)
+    return 0;
+  ks_err_set(err, -r, "epoll_ctl", NULL);
+  if (box->proc.pidfd >= 0)
+    ks_loop_watch_del(&sup->loop, box->proc.pidfd);
+  ks_proc_kill_and_release(&box->proc, 0);
+  for (int i = 0; i < KS__BOX_PIPES; i++)
+    ks_loop_watch_close(&sup->loop, &box->fd[i]);
+  ks_loop_watch_close(&sup->loop, &box->ctl);
+  return -1;
+}
+
+void ks__spawn_box(struct ks_sup *sup, struct ks_box *box) {
+  int pipes[KS__BOX_PIPES][2];
+  int chan[2] = {-1, -1};
+  bool shared = false; /* chan is the caller's (terms.shareChannel) */
+  _cleanup_close_ int envfd = -1;
+  struct ks_err err;
+  int r;
+
+  ks_err_clear(&err);
+  if (ks__box_cancelled(sup, box)) {
+    ks_err_set(&err, ECANCELED, "spawn", NULL);
+    ks__report_spawn_failure(sup, box, &err);
+    return;
+  }
+  /* A call for a prewarmed box runs there if the box is still parked;
+   * otherwise (recycled, died, not started yet) it starts cold, now. */
+  if (box->req.claim_key != 0 && ks__adopt_parked(sup, box))
+    return;
+  if (box->req.claim_only) {
+    box->res.missed = true; /* the caller decides, from the parked box's result */
+    ks__after_box(sup, box);
+    return;
+  }
+  r = ks__spawn_fds(sup, box, pipes, chan, &shared, &envfd, &err);
+  if (r == 0)
+    r = ks__spawn_kern(sup, box, pipes, chan, envfd, &err);
+  /* Our copies of the write ends must go, or we would never see EOF. */
+  for (int i = 0; i < KS__BOX_PIPES; i++)
+    ks_close_keep_errno(pipes[i][1]);
+  ks_close_keep_errno(chan[1]);
+  if (r == 0)
+    r = ks__spawn_watch(sup, box, pipes, chan, shared, &err);
+  for (int i = 0; i < KS__BOX_PIPES; i++)
+    ks_close_keep_errno(pipes[i][0]);
+  ks_close_keep_errno(chan[0]);
+  if (r < 0) {
+    ks__report_spawn_failure(sup, box, &err);
+    return;
+  }
+  ks__box_to(box, ks__box_prewarm(box) ? KS_BOX_PARKED : KS_BOX_RUNNING);
+  if (box->state == KS_BOX_PARKED)
+    box->deadline_ns = UINT64_MAX; /* no call: no deadline until one claims it */
+  else if (box->req.kernel_key != 0)
+    box->deadline_ns = UINT64_MAX; /* a kernel lives until closed; its cells have deadlines */
+  else
+    box->deadline_ns = box->start_ns + box->req.timeout_ns;
+  ks__live_link(sup, box);
+  if (box->state == KS_BOX_RUNNING && box->req.spec != NULL)
+    ks__send_spec(sup, box);
+}
+
+/* ---- pipes ---------------------------------------------------------------- */
+
+/* A box that filled its 64 KiB pipe in one wakeup is a heavy writer: a
+ * bigger pipe halves the wakeups (its and ours) per byte. Only such boxes
+ * get one, because big pipes count against the user's pipe-user-pages
+ * budget; where the kernel refuses, the pipe simply stays as it was. */
+#define KS__PIPE_HEAVY (64u << 10)
+#define KS__PIPE_GROWN (1u << 20)
+
+static void ks__maybe_grow_pipe(struct ks_box *box, enum ks_stream s, size_t drained) {
+  if (box->pipe_grown[s] || drained < KS__PIPE_HEAVY || box->fd[s] < 0)
+    return;
+  box->pipe_grown[s] = true;
+  (void) fcntl(box->fd[s], F_SETPIPE_SZ, (int) KS__PIPE_GROWN);
+}
+
+static void ks__emit_box_output(void *ctx, void *owner, int s, const char *data, size_t len) {
+  struct ks_sup *sup = ctx;
+  sup->hooks.on_output(sup->ctx, owner, (enum ks_stream) s, data, len);
+}
+
+void ks__drain_output(struct ks_sup *sup, struct ks_box *box, enum ks_stream s, size_t budget) {
+  size_t done = ks_loop_drain(&sup->loop, &box->fd[s], &box->res.out[s], box->req.stream[s],
+                              ks__emit_box_output, box, (int) s, budget);
+  if (box->fd[s] >= 0 && done < budget)
+    ks__maybe_grow_pipe(box, s, done); /* drained to EAGAIN */
+}
+
+static void ks__drain_started(struct ks_sup *sup, struct ks_box *box) {
+  unsigned char buf[64];
+
+  while (box->fd[2] >= 0) {
+    ssize_t n = read(box->fd[2], buf, sizeof buf);
+    if (n > 0) {
+      /* kern forked its watchdog before the box, so it is there now: a
+       * parked box's kern's children are pinned here, off any call's path,
+       * and close() of an idle session reads no /proc to kill them. */
+      if (box->state == KS_BOX_PARKED && box->res.nstarted == 0)
+        ks_proc_pin_kids(&box->proc, &box->kids);
+      for (ssize_t i = 0; i < n; i++) {
+        if (box->res.nstarted < sizeof box->res.started)
+          box->res.started[box->res.nstarted] = buf[i];
+        box->res.nstarted++;
+      }
+      continue;
+    }
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n < 0 && errno == EAGAIN)
+      break;
+    ks_loop_watch_close(&sup->loop, &box->fd[2]);
+  }
+}
+
+
+
+/* ---- kern's end, kills, the sweep ------------------------------------------ */
+
+static void ks__on_kern_exit(struct ks_sup *sup, struct ks_box *box, uint64_t now) {
+  int status = 0;
+  int r;
+
+  if (box->state == KS_BOX_DRAINING)
+    return;
+  /* kern is a zombie now, so its group id is still pinned: take down
+   * whatever it left in its group (a helper, a holder of our pipes) before
+   * the reap frees the id. */
+  (void) ks_proc_signal_group(&box->proc, SIGKILL);
+  r = ks_proc_try_reap(&box->proc, &status, &box->res.usage);
+  if (r == 0)
+    return; /* not reapable yet; the pidfd will report again */
+  box->res.status_known = (r == 1);
+  box->res.wait_status = status;
+  ks__box_to(box, KS_BOX_DRAINING);
+  box->res.duration_ns = now - box->start_ns;
+  box->deadline_ns = now + KS__DRAIN_GRACE_NS;
+  ks_loop_watch_del(&sup->loop, box->proc.pidfd);
+  ks_proc_close(&box->proc);
+}
+
+/* A box's pipe: watch[0] and [1] its stdout and stderr, [2] the started
+ * bytes. */
+static void ks__on_box_pipe(void *ctx, struct ks_watch *w, uint32_t events, uint64_t now) {
+  struct ks_box *box = w->owner;
+  int i = (int) (w - box->watch);
+
+  (void) events;
+  (void) now;
+  if (i == 2)
+    ks__drain_started(ctx, box);
+  else
+    ks__drain_output(ctx, box, (enum ks_stream) i, KS__READ_BUDGET);
+}
+
+/* kern's pidfd (watch[KS__BOX_PIPES]): it exited. */
+static void ks__on_pidfd(void *ctx, struct ks_watch *w, uint32_t events, uint64_t now) {
+  (void) events;
+  ks__on_kern_exit(ctx, w->owner, now);
+}
+
+void ks__box_watches(struct ks_box *box) {
+  for (int i = 0; i < KS__BOX_PIPES; i++) {
+    box->watch[i].fn = ks__on_box_pipe;
+    box->watch[i].owner = box;
+  }
+  box->watch[KS__BOX_PIPES].fn = ks__on_pidfd;
+  box->watch[KS__BOX_PIPES].owner = box;
+}
+
+bool ks__box_cancelled(struct ks_sup *sup, const struct ks_box *box) {
+  /* a parked box answers to its park key too; a call's box that claimed one,
+   * to the call's keys */
+  uint64_t park = box->state == KS_BOX_PARKED ? box->req.park_key : 0;
+  return ks_keys_has(&sup->keys, box->req.group, box->req.call, park);
+}
+
+void ks__kill_box(struct ks_sup *sup, struct ks_box *box, uint64_t now, bool timeout) {
+  ks__box_to(box, KS_BOX_KILLED);
+  if (timeout)
+    box->res.timed_out = true;
+  else
+    box->res.cancelled = true;
+  box->deadline_ns = now + KS__KILL_GRACE_NS;
+  /* Group first, while kern (unreaped) still pins the group id. kern's
+   * die-with-parent chain takes the box down with it; its watchdog, in a
+   * session of its own, is killed with it (ks_proc_kill_tree). */
+  ks_proc_kill_tree(&box->proc, &box->kids);
+}
+
+/* kern outlived its SIGKILL by the grace period: it is frozen, or stuck in
+ * an uninterruptible sleep (a hung FUSE or NFS mount), and ends only when
+ * the kernel lets it. Its call settles now; a thread of its own waits for
+ * it, so this one never blocks on it. */
+static void ks__abandon_kern(struct ks_sup *sup, struct ks_box *box, uint64_t now) {
+  ks_loop_watch_del(&sup->loop, box->proc.pidfd);
+  ks__box_to(box, KS_BOX_DRAINING);
+  box->res.status_known = false;
+  box->res.duration_ns = now - box->start_ns;
+  box->deadline_ns = now;
+  ks_proc_kill_and_release(&box->proc, 0);
+}
+
+static void ks__finish_box(struct ks_sup *sup, struct ks_box *box, struct ks__stop **stops) {
+  ks_proc_kids_close(&box->kids); /* kern has exited: nothing of it to kill */
+  ks__ip_drain(sup, box, ks_now_ns());
+  ks__ip_box_end(sup, box,
+                 ks__box_was_killed(box) ? "the kernel's box was killed" : "the kernel's box ended");
+  /* Whatever is still buffered in the pipes was written before the end. */
+  ks__drain_output(sup, box, KS_STDOUT, KS__READ_BUDGET);
+  ks__drain_output(sup, box, KS_STDERR, KS__READ_BUDGET);
+  ks__drain_started(sup, box);
+  if (box->ctl >= 0)
+    ks__on_ctl(sup, box, EPOLLIN); /* a report still unread */
+  for (int i = 0; i < KS__BOX_PIPES; i++)
+    ks_loop_watch_close(&sup->loop, &box->fd[i]);
+  ks_loop_watch_close(&sup->loop, &box->ctl);
+  if (box->final_done) {
+    /* kern ended before the sweep could settle at the final DONE: the exit
+     * is DONE's (the interpreter died of our SIGKILL after it). */
+    box->res.status_known = true;
+    box->res.wait_status = (ks_chan_exit_code(&box->final_rep) & 0xff) << 8;
+    ks__usage_from_report(box, &box->final_rep);
+  } else if (box->res.reported) {
+    ks__usage_from_report(box, &box->chan.rep);
+  }
+  ks__live_unlink(sup, box);
+  ks__queue_stop(sup, box, stops);
+  ks__after_box(sup, box);
+}
+
+static bool ks__box_quiet(const struct ks_box *box) {
+  return box->fd[0] < 0 && box->fd[1] < 0 && box->fd[2] < 0;
+}
+
+/* A recycled prewarm box: killed if still parked; a key whose box has gone
+ * (claimed, or died) leaves nothing behind. */
+struct ks__drop_ctx {
+  struct ks_sup *sup;
+  uint64_t now;
+};
+
+static void ks__drop_parked(void *arg, uint64_t key) {
+  struct ks__drop_ctx *c = arg;
+  struct ks_box *p = ks__find_parked(c->sup, key);
+  if (p != NULL && p->state == KS_BOX_PARKED)
+    ks__kill_box(c->sup, p, c->now, false);
+}
+
+void ks__sweep(struct ks_sup *sup, uint64_t now) {
+  struct ks_box *box = sup->live;
+  struct ks__aux *a = sup->aux;
+  struct ks__stop *stops = NULL;
+  bool cancels;
+
+  struct ks__drop_ctx drop = {.sup = sup, .now = now};
+
+  cancels = ks_keys_any(&sup->keys);
+  ks_keys_take_drops(&sup->keys, ks__drop_parked, &drop);
+
+  while (box != NULL) {
+    struct ks_box *next = box->next;
+    if (box->state == KS_BOX_SETTLING) {
+      ks__settle_early(sup, box, now);
+      box = next;
+      continue;
+    }
+    if (ks__box_alive(box) && now >= box->deadline_ns)
+      ks__kill_box(sup, box, now, true);
+    else if (ks__box_alive(box) && cancels && ks__box_cancelled(sup, box))
+      ks__kill_box(sup, box, now, false);
+    else if (box->state == KS_BOX_KILLED && now >= box->deadline_ns)
+      ks__abandon_kern(sup, box, now);
+    if (box->state == KS_BOX_DRAINING && (ks__box_quiet(box) || now >= box->deadline_ns))
+      ks__finish_box(sup, box, &stops);
+    box = next;
+  }
+  ks__run_stops(sup, stops);
+  ks__cells_sweep(sup, now);
+  for (struct ks__tail *t = sup->tails, *next; t != NULL; t = next) {
+    next = t->next;
+    if (t->reaped)
+      ks__tail_free(sup, t);
+    else if (now >= t->deadline_ns)
+      ks__tail_expire(sup, t, now);
+  }
+  while (a != NULL) {
+    struct ks__aux *next = a->next;
+    if (now >= a->deadline_ns)
+      ks__aux_release(sup, a, 0);
+    a = next;
+  }
+}
+
+uint64_t ks__next_deadline(struct ks_sup *sup) {
+  uint64_t next = ks__cells_next_deadline(sup);
+
+  for (struct ks_box *b = sup->live; b != NULL; b = b->next) {
+    if (b->deadline_ns < next)
+      next = b->deadline_ns;
+  }
+  for (struct ks__aux *a = sup->aux; a != NULL; a = a->next) {
+    if (a->deadline_ns < next)
+      next = a->deadline_ns;
+  }
+  for (struct ks__tail *t = sup->tails; t != NULL; t = t->next) {
+    if (t->deadline_ns < next)
+      next = t->deadline_ns;
+  }
+  return next;
+}
+
+/* ---- the kit -------------------------------------------------------------- */
+
+/* The next cold box's descriptors, made while this thread has nothing to
+ * do (its boxes are starting): a spawn then only takes them. A failure
+ * leaves the kit empty, and the spawn makes its own and reports the error;
+ * the kit is tried again only after KS__KIT_RETRY_NS, not on every wakeup
+ * while the process is out of descriptors. */
+#define KS__KIT_RETRY_NS (100 * KS__MS)
+
+void ks__kit_publish(struct ks_sup *sup) {
+  int fds[KS_KIT_FDS];
+
+  ks_kit_fds(&sup->kit, fds);
+  for (int i = 0; i < KS_KIT_FDS; i++)
+    atomic_store(&sup->kit_fds[i], fds[i]);
+}
+
+void ks__kit_refill(struct ks_sup *sup, uint64_t now) {
+  struct ks_err err;
+
+  if (!ks_kit_ready(&sup->kit) && now >= sup->kit_retry_ns) {
+    if (ks_kit_make(&sup->kit, &err) < 0)
+      sup->kit_retry_ns = now + KS__KIT_RETRY_NS;
+    ks__kit_publish(sup);
+  }
+}

@@ -1,0 +1,44 @@
+/* What interpreter.c (the socket and its messages) and interpreter-cells.c
+ * (a kernel's cells) share. Private to the two. */
+#ifndef KS_CORE_INTERPRETER_INTERNAL_H
+#define KS_CORE_INTERPRETER_INTERNAL_H
+
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include "interpreter.h"
+
+#define KS__IP_MAX_FDS 4
+
+/* Room for the two descriptors a message may carry (a cell's pipes). */
+union ks__fd_control {
+  struct cmsghdr align;
+  char buf[CMSG_SPACE(2 * sizeof(int))];
+};
+
+/* interpreter.c */
+
+/* Puts nfds (1 or 2) descriptors on msg, as SCM_RIGHTS in control. */
+void ks__attach_fds(struct msghdr *msg, union ks__fd_control *control, const int *fds,
+                    int nfds);
+/* pidfd_send_signal: 0 or a negative errno (-EBADF for no pidfd). */
+int ks__pidfd_signal(int pidfd, int sig);
+/* Starts sending data (owned) with fds on its first record. */
+void ks__ip_send_new(struct ks_sup *sup, struct ks_box *box, char *data, size_t len,
+                     const int *fds, int nfds);
+/* Drops the message being sent, and the descriptors still riding on it. */
+void ks__ip_out_clear(struct ks__ip_out *o);
+
+/* interpreter-cells.c */
+
+/* Sends the kernel's next cell if it is free for it. */
+void ks__kernel_pump(struct ks_sup *sup, struct ks_box *box, uint64_t now);
+/* The current cell is finished, as how says (its pipes drained). */
+void ks__cell_finish(struct ks_sup *sup, struct ks_box *box, struct ks_cell *cell,
+                     enum ks_cell_end how, uint64_t now);
+/* The kernel is over: the host ends it by killing its box, for why. */
+void ks__kernel_kill(struct ks_sup *sup, struct ks_box *box, const char *why, uint64_t now);
+/* The kernel is READY: the submitting thread may send its cells. */
+void ks__sendable_add(struct ks_sup *sup, struct ks_box *box);
+
+#endif
