@@ -101,8 +101,8 @@ describe("snapshot and restore: the remaining catalogue cases", function () {
     before(function () {
       ({ dir: fast, why: fastWhy } = h.mountTmpfs("size=256m,mode=0755"));
     });
-    after(function () {
-      h.umount(fast);
+    after(async function () {
+      await h.umount(fast);
     });
 
     async function inFastWorkspace(fn) {
@@ -267,8 +267,8 @@ describe("snapshot and restore: the remaining catalogue cases", function () {
         h.skip(this, `${why}; C14 needs a tiny file system`);
       }
     });
-    after(function () {
-      h.umount(mnt);
+    after(async function () {
+      await h.umount(mnt);
     });
     afterEach(function () {
       if (mnt !== null) for (const e of fs.readdirSync(mnt)) fs.rmSync(path.join(mnt, e), { recursive: true });
@@ -365,7 +365,7 @@ describe("snapshot and restore: the remaining catalogue cases", function () {
           await s2.close();
         }
       } finally {
-        h.umount(dir);
+        await h.umount(dir);
       }
     });
 

@@ -566,7 +566,7 @@ describe("checkpoint vectors (A9, A12, A14, A15)", function () {
       } finally {
         await s1.close();
         await s2.close();
-        if (fast !== null) h.umount(fast);
+        if (fast !== null) await h.umount(fast);
         else fs.rmSync(base, { recursive: true, force: true });
       }
     });
@@ -638,7 +638,7 @@ describe("checkpoint vectors (A9, A12, A14, A15)", function () {
         assert.deepStrictEqual(A.tarEntries(zlib.gunzipSync(fs.readFileSync(dest))).map((e) => e.name), ["top.txt"]);
       } finally {
         await s.close();
-        if (fast !== null) h.umount(fast);
+        if (fast !== null) await h.umount(fast);
         else execFileSync("rm", ["-rf", "--one-file-system", dws]);
       }
     });

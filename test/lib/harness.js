@@ -295,8 +295,22 @@ function mountTmpfs(opts) {
   }
 }
 
-function umount(dir) {
-  if (dir !== null) execFileSync("umount", [dir]);
+/** Unmounts dir (a test's tmpfs) once what sessions leave ending after
+ * close() is done (their inotify instances close on a worker thread, and
+ * close() does not wait: lib/census.js); a mount still busy after that is
+ * retried for up to 5 s, then the error is the test's. */
+async function umount(dir) {
+  if (dir === null) return;
+  await require("../../lib/census").watchClosesSettled();
+  for (const t0 = Date.now(); ;) {
+    try {
+      execFileSync("umount", [dir], { stdio: "pipe" });
+      return;
+    } catch (e) {
+      if (!/busy/.test(String(e.stderr)) || Date.now() - t0 > 5000) throw e;
+      await sleep(50);
+    }
+  }
 }
 
 /** The path of command cmd on PATH, or null. */
