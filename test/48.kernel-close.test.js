@@ -3,12 +3,10 @@
 // Issue 31: every promise the package returns settles, and while one is
 // pending something holds the event loop. A kernel's box (like a prewarmed
 // one) holds nothing on the loop while it idles; Kernel.close() kills it and
-// waits for its end, and before the fix nothing held the loop meanwhile:
-// Node exited with status 0 in the middle of the program (the issue's
-// sequence reached its last line in 0 of 3 runs of 50 rounds here with the
-// double; race, the one flow whose running cell held the loop, passed).
-// Each flow runs 200 rounds, in child processes of 50 rounds each, and
-// every round must print its last line.
+// waits for its end, and the loop must be held meanwhile (lib/hold.js), or
+// Node exits with status 0 in the middle of the program. The exit status
+// cannot tell, so each flow runs 200 rounds, in child processes of 50
+// rounds each, and every round must print its last line.
 const h = require("./lib/harness");
 const { assertFlow, FLOWS } = require("./lib/kernel-close");
 

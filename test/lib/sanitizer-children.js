@@ -6,8 +6,8 @@
 // runtime has to come first), and so must anything that starts Node in
 // turn (script, sh, prlimit, timeout). The programs the tests run only to
 // look at the system (ps, pgrep, tar, gzip, the compiler, mount) run
-// without it: inside the runtime they are slow, and a `ps -eo args` once
-// hung on a futex there for minutes.
+// without it: they are not the addon's code, and inside the runtime they are
+// slow and can block on its locks.
 const path = require("path");
 const childProcess = require("child_process");
 
