@@ -9,8 +9,9 @@
 // equality table (test/41) compares the two.
 const ENGINE = Symbol("kern-sandbox.engine");
 
-// sbx[POOL_STATS]() -> { prewarmedRuns, ready } for the open session, or
-// null: how many calls ran in a prewarmed box, and how many wait.
+// sbx[POOL_STATS]() -> { prewarmedRuns, ready, workspace } for the open
+// session, or null: how many calls ran in a prewarmed box, how many wait,
+// and the workspace's host path (its boxes name it in kern's argv).
 const POOL_STATS = Symbol("kern-sandbox.poolStats");
 
 // new Sandbox({ [POOL_IDLE_MS]: ms }): the pool's idle limit (lib/pool.js),

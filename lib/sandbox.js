@@ -717,7 +717,7 @@ class Sandbox {
   [POOL_STATS]() {
     const st = this.#s;
     if (st === null || st.pool === null) return null;
-    return { prewarmedRuns: st.prewarmedRuns, ready: st.pool.ready.length };
+    return { prewarmedRuns: st.prewarmedRuns, ready: st.pool.ready.length, workspace: st.ws };
   }
 
   /** Writes a .tar.gz checkpoint of the workspace to dest (opt-in, see README). */

@@ -244,9 +244,10 @@ describe("run", function () {
 
     it("a second open() during setup waits for the setup; if setup fails, both reject and " +
       "nothing runs", async function () {
-      const s = new Sandbox({ setup: "sleep 0.5; exit 3" });
+      const marker = `ks-setup-${process.pid}-fail`;
+      const s = new Sandbox({ setup: `sleep 0.5; : ${marker}; exit 3` });
       const first = s.open();
-      await h.sleep(100);
+      assert.ok(await h.waitFor(() => h.processesWith(marker).length > 0, 5000), "setup never ran");
       const second = s.open();
       const [a, b] = await Promise.allSettled([first, second]);
       assert.strictEqual(a.status, "rejected");
@@ -256,9 +257,10 @@ describe("run", function () {
     });
 
     it("close() during setup kills the setup box at once and makes open() fail", async function () {
-      const s = new Sandbox({ setup: "sleep 30" });
+      const marker = `ks-setup-${process.pid}-close`;
+      const s = new Sandbox({ setup: `sleep 30; : ${marker}` });
       const opening = s.open();
-      await h.sleep(200);
+      assert.ok(await h.waitFor(() => h.processesWith(marker).length > 0, 5000), "setup never ran");
       const t0 = Date.now();
       await s.close();
       const closeMs = Date.now() - t0;

@@ -350,8 +350,9 @@ describe("call control (issue 13)", function () {
       assert.strictEqual(late.oom, undefined);
       assert.ok(!isKilledFault(late));
       const sbx = await new Sandbox().open();
-      const p = sbx.run(["sleep", "5"]);
-      await h.sleep(100);
+      const live = h.liveOutput();
+      const p = sbx.run(["sh", "-c", "echo up; sleep 5"], { onStdout: live.onStdout });
+      await live.until("up\n");
       await sbx.close();
       const closed = (await p).fault;
       assert.deepStrictEqual([closed.type, closed.oom], ["killed", false]);

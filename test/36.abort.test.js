@@ -105,12 +105,13 @@ describe("abort (issue 13, E5)", function () {
     await withSandbox({ prewarm: 0 }, async (sbx) => {
       const ac = new AbortController();
       const marker = `ks-abort-${process.pid}-a`;
+      const live = h.liveOutput();
       const p = settlement(sbx.run(["sh", "-c", `echo started; echo to-err >&2; sleep 30; : ${marker}`],
-        { signal: ac.signal }));
+        { signal: ac.signal, onStdout: live.onStdout, onStderr: live.onStderr }));
       // kern's argv, the in-box init's and the shell's name the marker.
       assert.ok(await h.waitFor(() => h.processesWith(marker).length === 3, 5000),
         "positive control: the box runs");
-      await h.sleep(100);
+      await live.until("started\n", "to-err\n");
       assert.strictEqual(listeners(ac.signal), 1);
       const reason = { why: "not an Error" };
       const t0 = performance.now();
@@ -136,15 +137,19 @@ describe("abort (issue 13, E5)", function () {
     await withSandbox({ prewarm: 0 }, async (sbx) => {
       const ac = new AbortController();
       const calls = [];
+      const cells = [];
       for (let i = 0; i < 20; i++) {
+        const live = h.liveOutput();
+        if (i % 2 === 0) cells.push(live);
         calls.push(settlement(i % 2 ? sbx.run(["sleep", "30"], { signal: ac.signal })
-          : sbx.runCode("import time\nprint('cell', flush=True)\ntime.sleep(30)", { signal: ac.signal })));
+          : sbx.runCode("import time\nprint('cell', flush=True)\ntime.sleep(30)",
+            { signal: ac.signal, onStdout: live.onStdout })));
       }
       assert.ok(await h.waitFor(() => binding.liveBoxes() === 20, 5000));
       // One listener of ours however many calls share the signal (no
       // MaxListenersExceededWarning at 11).
       assert.strictEqual(listeners(ac.signal), 1);
-      await h.sleep(200);
+      for (const live of cells) await live.until("cell\n");
       const t0 = performance.now();
       ac.abort();
       const all = await Promise.all(calls);
@@ -180,10 +185,11 @@ describe("abort (issue 13, E5)", function () {
     const ac2 = new AbortController();
     // (The marker names the box's image: Python code goes to the box's
     // interpreter, not its argv.)
+    const live = h.liveOutput();
     const one = settlement(runCode("import time\nprint('partial', flush=True)\ntime.sleep(30)",
-      { signal: ac2.signal, image: marker }));
+      { signal: ac2.signal, image: marker, onStdout: live.onStdout }));
     assert.ok(await h.waitFor(() => h.processesWith(marker).length > 0, 5000));
-    await h.sleep(100);
+    await live.until("partial\n");
     const t1 = performance.now();
     ac2.abort();
     const s2 = await one;
@@ -212,15 +218,16 @@ describe("abort (issue 13, E5)", function () {
   it("cancel keys and groups are forgotten once their calls settle, also a group cancelled twice " +
     "(close() during open())", async function () {
     const before = binding.cancelledGroups();
-    const sbx = new Sandbox({ setup: "sleep 30", prewarm: 0 });
+    const marker = `ks-abort-${process.pid}-keys`;
+    const sbx = new Sandbox({ setup: `sleep 30; : ${marker}`, prewarm: 0 });
     const opening = sbx.open().catch((e) => e);
-    await h.sleep(200);
+    assert.ok(await h.waitFor(() => h.processesWith(marker).length > 0, 5000), "setup never ran");
     await sbx.close(); // cancels the setup box's group; the failed open()'s teardown again
     assert.match((await opening).message, /closed while open\(\) was still running/);
     const ac = new AbortController();
     await withSandbox({ prewarm: 0 }, async (s) => {
-      const p = s.run(["sleep", "30"], { signal: ac.signal }).catch((e) => e);
-      await h.sleep(200);
+      const p = s.run(["sh", "-c", `sleep 30; : ${marker}-call`], { signal: ac.signal }).catch((e) => e);
+      assert.ok(await h.waitFor(() => h.processesWith(`${marker}-call`).length > 0, 5000), "the call never ran");
       ac.abort();
       assert.strictEqual((await p).name, "AbortError");
     });

@@ -18,7 +18,9 @@ const { watchClosesSettled } = require("../lib/census");
 // kernsWith: kern processes of the double whose argv carries a marker (its image).
 const { describeClaimCases, kernsWith, runs } = require("./lib/claims");
 
-const ready = () => h.sleep(150); // a prewarm box of the double boots in ~50 ms
+// The session's pool holds a box (started; a claim of it is taken over by
+// the engine wherever its start has got to).
+const ready = (s) => h.poolReady(s);
 
 describe("fast boxes (issue 16)", function () {
   describe("the in-box init and its channel", function () {
@@ -217,15 +219,15 @@ describe("fast boxes (issue 16)", function () {
       "the pool holds the kind used last", async function () {
       const s = await new Sandbox({ prewarm: 1 }).open();
       try {
-        await ready();
+        await ready(s);
         assert.strictEqual(s[POOL_STATS]().ready, 1);
         assert.strictEqual((await s.runCode("print(6*7)")).stdout, "42\n");
         assert.strictEqual(runs(s), 1);
-        await ready();
+        await ready(s);
         // A run() after Python: the ready box is Python's, so it starts cold...
         assert.strictEqual((await s.run(["echo", "a"])).stdout, "a\n");
         assert.strictEqual(runs(s), 1);
-        await ready();
+        await ready(s);
         // ... and the pool now holds a box for run().
         assert.strictEqual((await s.run(["echo", "b"])).stdout, "b\n");
         assert.strictEqual(runs(s), 2);
@@ -239,7 +241,7 @@ describe("fast boxes (issue 16)", function () {
       const s = await new Sandbox({ prewarm: 1 }).open();
       try {
         const check = async (what, change, expectStdout) => {
-          await ready();
+          await ready(s);
           const before = runs(s);
           const undo = change();
           const r = await s.runCode("import os; print(os.environ.get('KS_E3'))", undo.call);
@@ -268,7 +270,7 @@ describe("fast boxes (issue 16)", function () {
         await check("a timeoutS past the backstop", () => ({ call: { timeoutS: 100000 } }), "None\n");
         await check("a per-call env", () => ({ call: { env: { KS_E3: "call" } } }), "call\n");
         // Positive control: with the options as they were, the ready box is used.
-        await ready();
+        await ready(s);
         const before = runs(s);
         assert.strictEqual((await s.runCode("print(1)")).stdout, "1\n");
         assert.strictEqual(runs(s), before + 1);
@@ -281,7 +283,7 @@ describe("fast boxes (issue 16)", function () {
       "mounted, not copied)", async function () {
       const s = await new Sandbox({ prewarm: 1 }).open();
       try {
-        await ready();
+        await ready(s);
         await s.writeFile("late.py", "V = 'late'\n");
         const r = await s.runCode("import late; print(late.V)");
         assert.strictEqual(r.stdout, "late\n");
@@ -296,7 +298,7 @@ describe("fast boxes (issue 16)", function () {
       try {
         const seen = [];
         for (let i = 0; i < 40; i++) {
-          if (i % 4 === 0) await ready();
+          if (i % 4 === 0) await ready(s);
           const r = await s.runCode("import builtins\nprint(hasattr(builtins, 'ks_seen'))\nbuiltins.ks_seen = 1");
           seen.push(r.stdout);
         }
@@ -310,8 +312,8 @@ describe("fast boxes (issue 16)", function () {
     describeClaimCases({
       title: "E4: a claim runs once, wherever it ran",
       Sandbox: () => Sandbox,
-      parked: async () => {
-        await ready();
+      parked: async (s) => {
+        await ready(s);
         assert.ok(await h.waitFor(() => binding.liveBoxes() === 1, 5000), "one box parked");
       },
       settleMs: 0,
@@ -341,7 +343,7 @@ describe("fast boxes (issue 16)", function () {
       const s = await new Sandbox({ prewarm: 1, timeoutS: 0.5 }).open();
       try {
         await s.run(["true"]); // the pool's kind: boxes that wait for an argv
-        await ready();
+        await ready(s);
         const before = lines().length;
         const r = await s.run(["sh", "-c", "trap '' TERM; sleep 30"]);
         assert.strictEqual(r.fault?.type, "timeout", JSON.stringify(r));
@@ -360,7 +362,7 @@ describe("fast boxes (issue 16)", function () {
       const before = await h.settledFds();
       const s = await new Sandbox({ prewarm: 1 }).open();
       await s.run(["true"]); // the pool's kind: boxes that wait for an argv
-      await ready();
+      await ready(s);
       await s.run(["true"]);
       assert.strictEqual(runs(s), 1, "positive control: a claim whose argv the caller sent");
       await s.close();
@@ -399,7 +401,7 @@ describe("fast boxes (issue 16)", function () {
       async function () {
         const s = await new Sandbox({ prewarm: 1, image: "fake:warn" }).open();
         try {
-          await ready();
+          await ready(s);
           const warm = await s.runCode("print(1)");
           assert.strictEqual(runs(s), 1);
           const cold = await s.runCode("print(1)", { env: { X: "1" } }); // other options: cold
@@ -415,15 +417,14 @@ describe("fast boxes (issue 16)", function () {
       async function () {
         const s = await new Sandbox({ prewarm: 1, [POOL_IDLE_MS]: 300 }).open();
         try {
-          await ready();
+          await ready(s);
           assert.strictEqual(s[POOL_STATS]().ready, 1);
           const live = await h.settledLiveBoxes();
-          await h.sleep(500);
-          assert.strictEqual(s[POOL_STATS]().ready, 0);
+          assert.ok(await h.waitFor(() => s[POOL_STATS]().ready === 0, 5000), "the idle pool was emptied");
           assert.ok(await h.waitFor(() => binding.liveBoxes() === live - 1, 2000) &&
             await h.settledLiveBoxes() === live - 1);
           assert.strictEqual((await s.runCode("print(2)")).stdout, "2\n");
-          await ready();
+          await ready(s);
           assert.strictEqual(s[POOL_STATS]().ready, 1);
         } finally {
           await s.close();
@@ -434,7 +435,7 @@ describe("fast boxes (issue 16)", function () {
       const marker = `idle-${crypto.randomBytes(4).toString("hex")}`;
       const s = await new Sandbox({ prewarm: 1, image: marker }).open();
       try {
-        await h.sleep(300);
+        await ready(s); // up, and every process of it asleep
         const kern = kernsWith(marker);
         assert.strictEqual(kern.length, 1, "positive control: one prewarmed box");
         const tree = h.processes().filter((p) => p.pid === kern[0].pid || p.ppid === kern[0].pid ||
@@ -451,7 +452,7 @@ describe("fast boxes (issue 16)", function () {
     it("a prewarmed box dies with close(): no kern of the session 500 ms later", async function () {
       const marker = `close-${crypto.randomBytes(4).toString("hex")}`;
       const s = await new Sandbox({ prewarm: 1, image: marker }).open();
-      await ready();
+      await ready(s);
       assert.strictEqual(kernsWith(marker).length, 1, "positive control: the box is up");
       await s.close();
       await h.sleep(500);

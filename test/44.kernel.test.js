@@ -222,12 +222,13 @@ describe("code interpreter: the kernel (issue 14)", function () {
       await withKernel({}, async (k) => {
         await k.runCode("n = 7");
         const ac = new AbortController();
+        const live = h.liveOutput();
         const p = k.runCode("import time\nprint('started', flush=True)\ntime.sleep(30)",
-          { signal: ac.signal });
+          { signal: ac.signal, onStdout: live.onStdout });
         const queued = new AbortController();
         // (Handled at once: it rejects while the test still awaits p.)
         const q = k.runCode("n = 0", { signal: queued.signal }).catch((x) => x);
-        await h.sleep(300);
+        await live.until("started\n");
         queued.abort();
         ac.abort(new Error("stop"));
         const e = await p.catch((x) => x);
@@ -459,8 +460,7 @@ describe("code interpreter: the kernel (issue 14)", function () {
     it("a kernel takes the session's prewarmed Python box when one is ready", async function () {
       const s = await new Sandbox({ prewarm: 1 }).open();
       try {
-        assert.ok(await h.waitFor(() => s[POOL_STATS]().ready === 1, 5000), "positive control");
-        await h.sleep(300); // the interpreter has booted
+        await h.poolReady(s); // positive control: a box in the pool, its interpreter booted
         const t0 = process.hrtime.bigint();
         const k = await s.kernel();
         const startMs = Number(process.hrtime.bigint() - t0) / 1e6;

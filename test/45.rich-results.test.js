@@ -271,7 +271,7 @@ describe("code interpreter: rich results of one-shot calls (issue 14)", function
 
   it("a prewarmed Python box gives the same results", async function () {
     await withSandbox({ prewarm: 1 }, async (s) => {
-      await h.sleep(300);
+      await h.poolReady(s);
       const r = await s.runCode("display('shown')\n6 * 7");
       assert.deepStrictEqual(r.results.map((x) => x.text), ["'shown'", "42"]);
     });

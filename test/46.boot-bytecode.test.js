@@ -164,7 +164,7 @@ describe("the boot's bytecode (issue 16: the one-shot's cost)", function () {
     const jsonRepr = "class J:\n    def _repr_json_(self): return {'a': 1}\nJ()";
     for (const prewarm of [0, 1]) {
       await withSession({ workspace: ws, prewarm }, async (s) => {
-        if (prewarm) await h.sleep(300); // the box is up and waiting
+        if (prewarm) await h.poolReady(s); // the box is up and waiting
         const r = await s.runCode(jsonRepr);
         assert.deepStrictEqual([r.stdout, r.stderr], ["", ""], `prewarm ${prewarm}`);
         assert.deepStrictEqual(JSON.parse(r.results[0].json), { a: 1 });

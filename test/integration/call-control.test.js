@@ -132,9 +132,11 @@ describe("integration: call control with a real kern (issue 13)", function () {
         const times = [];
         for (let i = 0; i < 10; i++) {
           const ac = new AbortController();
+          const live = h.liveOutput();
           const p = sbx.runCode(`import time\nprint('x', flush=True)\ntime.sleep(30)  # ${marker}`,
-            { signal: ac.signal }).then(() => assert.fail("resolved"), (e) => e);
-          await h.sleep(300 + Math.random() * 100);
+            { signal: ac.signal, onStdout: live.onStdout }).then(() => assert.fail("resolved"), (e) => e);
+          await live.until("x\n");
+          await h.sleep(Math.random() * 100); // abort at a random point of its sleep
           const t0 = performance.now();
           ac.abort();
           const e = await p;
@@ -148,7 +150,9 @@ describe("integration: call control with a real kern (issue 13)", function () {
           calls.push(sbx.run(["sh", "-c", `sleep 30; : ${marker}`], { signal: shared.signal })
             .then(() => null, (e) => ({ e, at: performance.now() })));
         }
-        await h.sleep(1500);
+        const shells = () => h.processes().filter((p) => p.state !== "Z" &&
+          p.argv.startsWith(`sh\0-c\0sleep 30; : ${marker}`)).length;
+        assert.ok(await h.waitFor(() => shells() === 20, 10000), `the 20 boxes run: ${shells()}`);
         const t0 = performance.now();
         shared.abort();
         const all = await Promise.all(calls);
@@ -166,19 +170,22 @@ describe("integration: call control with a real kern (issue 13)", function () {
     });
 
   it("abort: open() during setup and the one-shot runCode settle within 100 ms", async function () {
-    const sbx = new kern.Sandbox({ setup: "sleep 30" });
+    const marker = `ks-cc-${process.pid}-setup`;
+    const sbx = new kern.Sandbox({ setup: `sleep 30; : ${marker}` });
     const ac = new AbortController();
     const p = sbx.open({ signal: ac.signal }).then(() => assert.fail("opened"), (e) => e);
-    await h.sleep(1000);
+    assert.ok(await h.waitFor(() => h.processesWith(marker).length > 0, 10000), "setup never ran");
     const t0 = performance.now();
     ac.abort();
     const e = await p;
     const openMs = performance.now() - t0;
     assert.strictEqual(e.name, "AbortError");
     const ac2 = new AbortController();
-    const q = kern.runCode("import time; time.sleep(30)", { signal: ac2.signal })
+    const live = h.liveOutput();
+    const q = kern.runCode("import time; print('up', flush=True); time.sleep(30)",
+      { signal: ac2.signal, onStdout: live.onStdout })
       .then(() => assert.fail("resolved"), (x) => x);
-    await h.sleep(500);
+    await live.until("up\n");
     const t1 = performance.now();
     ac2.abort();
     assert.strictEqual((await q).name, "AbortError");

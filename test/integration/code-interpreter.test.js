@@ -159,8 +159,7 @@ describe("integration: the code interpreter with a real kern (issue 14)", functi
 
   it("kernel() takes a prewarmed box", async function () {
     await kern.withSandbox({ prewarm: 1 }, async (s) => {
-      assert.ok(await h.waitFor(() => s[POOL_STATS]().ready === 1, 10000), "positive control");
-      await h.sleep(500);
+      await h.poolReady(s); // positive control: the pool holds a box, up and idle
       const k = await s.kernel();
       assert.strictEqual(s[POOL_STATS]().ready, 0, "the ready box was taken");
       assert.strictEqual((await k.runCode("2 ** 10")).results[0].text, "1024");

@@ -60,7 +60,7 @@ describe("integration: fast boxes with a real kern (issue 16)", function () {
     try {
       const seen = [];
       for (let i = 0; i < 20; i++) {
-        await h.sleep(250);
+        await h.poolReady(s);
         const r = await s.runCode([
           "import os",
           "print(os.path.exists('/tmp/ks-mark'), os.path.exists('/ks-root-mark'))",
@@ -81,11 +81,11 @@ describe("integration: fast boxes with a real kern (issue 16)", function () {
   describeClaimCases({
     title: "E4 with a real kern: a claim runs once, wherever it ran",
     Sandbox: () => kern.Sandbox,
-    parked: async () => {
+    parked: async (s) => {
       const binding = require("../../lib/binding");
       assert.ok(await h.waitFor(() => binding.liveBoxes() === 1 && binding.tailBoxes() === 0, 5000),
         "one box parked");
-      await h.sleep(500); // its init (or interpreter) is up and waiting
+      await h.poolReady(s); // its init (or interpreter) is up and waiting
     },
     settleMs: 400,
     exactUnsent: false,
@@ -98,7 +98,7 @@ describe("integration: fast boxes with a real kern (issue 16)", function () {
       const s = await new kern.Sandbox({ prewarm: 1, mounts: { [dir]: ["/mnt/tag", "ro"] } }).open();
       let closed = false;
       try {
-        await h.sleep(1000);
+        await h.poolReady(s);
         // kern forks a child of its own (same argv): the box's top is the one
         // whose parent is not one of them.
         const kerns = kernsWith(tag);

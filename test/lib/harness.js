@@ -171,6 +171,51 @@ function processesIn(dir) {
   }).map((p) => p.pid);
 }
 
+/** kern processes whose argv names marker (say a session's workspace) and
+ * whose box is up and idle: kern, its init and the init's child (the
+ * interpreter, or the process that waits for an argv), every one asleep. */
+function idleBoxesWith(marker) {
+  const all = processes();
+  const kids = (pid) => all.filter((p) => p.ppid === pid);
+  return all.filter((k) => k.argv.includes(marker) && k.argv.includes("box") && k.state === "S")
+    .filter((k) => {
+      const tree = [k];
+      for (let i = 0; i < tree.length; i++) tree.push(...kids(tree[i].pid));
+      return tree.length >= 3 && tree.every((p) => p.state === "S");
+    }).map((k) => k.pid);
+}
+
+/** Live views of a call's output that record what it printed: pass
+ * onStdout/onStderr in the call's options; until(out, err) waits until each
+ * stream so far includes that text (the workload has got that far). */
+function liveOutput() {
+  const seen = { stdout: "", stderr: "" };
+  return {
+    onStdout: (c) => { seen.stdout += c; },
+    onStderr: (c) => { seen.stderr += c; },
+    until: async (out = "", err = "", ms = 10000) => {
+      if (!await waitFor(() => seen.stdout.includes(out) && seen.stderr.includes(err), ms, 5))
+        throw new Error(`the call never printed ${JSON.stringify([out, err])}: ${JSON.stringify(seen)}`);
+    },
+  };
+}
+
+/** Waits until session s's pool holds n boxes (or more) and as many of its
+ * boxes are up and idle: the state a test of prewarmed boxes starts from.
+ * Fails the test if that does not come within ms. */
+async function poolReady(s, n = 1, ms = 10000) {
+  const { POOL_STATS } = require("../../lib/internal");
+  // A call schedules the pool's refill (with the kind it used) on its way
+  // out: let that run first, so the boxes counted are of that kind.
+  await new Promise(setImmediate);
+  const ws = s[POOL_STATS]().workspace; // the session's boxes name it in kern's argv
+  const ok = await waitFor(() => (s[POOL_STATS]()?.ready ?? 0) >= n && idleBoxesWith(ws).length >= n, ms);
+  if (!ok) {
+    throw new Error(`the pool never held ${n} idle box(es) within ${ms} ms: ` +
+      `${JSON.stringify(s[POOL_STATS]())}, idle ${idleBoxesWith(ws).length}`);
+  }
+}
+
 function openFds() {
   return fs.readdirSync("/proc/self/fd").length;
 }
@@ -365,7 +410,7 @@ function cleanup() {
 
 module.exports = {
   repo, testRoot, fakeKern, stateDir, settledFds, recordedArgv, boxCommand, isPrewarmBox, isCompileBox, settledLiveBoxes, cpuTicks, clearState, tmpDir, children,
-  processes, processesUsing, processesWith, processesIn, openFds, sleep, waitFor, skip, skipHost, cleanup,
+  processes, processesUsing, processesWith, processesIn, idleBoxesWith, poolReady, liveOutput, openFds, sleep, waitFor, skip, skipHost, cleanup,
   addonFlavour, childAddonFlavour, underSanitizer, startWait, jsBound, killAll, mountTmpfs, umount, have, exitOf, closeOf, firstOutput, note, privateKern,
   tmpAfterSweep,
 };
