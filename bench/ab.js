@@ -8,7 +8,7 @@
 // (the switches are read once per process). Prints a markdown table: per
 // row, each arm's median and range (min-max) over the rounds, B/A, and a
 // verdict: "moves" when the arms' ranges do not overlap and the medians
-// differ by more than 5%, else "within noise".
+// differ by more than 5%, else "within noise" (and none from one round).
 //
 //   node bench/ab.js                        # every mechanism, 3 rounds
 //   node bench/ab.js rounds=5 bootcache fd-kits
@@ -86,10 +86,12 @@ function runArm(figures, off, glibcInit) {
   return rows;
 }
 
-/** A verdict on one row from each arm's values. */
+/** A verdict on one row from each arm's values. One round gives no range
+ * to tell noise by: no verdict then. */
 function verdict(a, b) {
   const ma = median(a);
   const mb = median(b);
+  if (a.length < 2 || b.length < 2) return { ma, mb, ratio: mb / ma, verdict: "no verdict (1 round)" };
   const overlap = Math.min(...a) <= Math.max(...b) && Math.min(...b) <= Math.max(...a);
   const moves = !overlap && Math.abs(mb - ma) > 0.05 * ma;
   return { ma, mb, ratio: mb / ma, verdict: moves ? "moves" : "within noise" };

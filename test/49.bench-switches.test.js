@@ -151,7 +151,8 @@ describe("bench switches (issue 32: the A/B of each speed mechanism)", function 
     assert.strictEqual(ab.verdict([10, 10.2, 10.1], [11, 11.2, 11.1]).verdict, "moves");
     assert.strictEqual(ab.verdict([10, 10.2, 11.1], [11, 11.2, 11.1]).verdict, "within noise"); // overlap
     assert.strictEqual(ab.verdict([10, 10.1], [10.3, 10.4]).verdict, "within noise"); // < 5%
-    assert.strictEqual(ab.verdict([10], [9]).verdict, "moves");
+    assert.strictEqual(ab.verdict([10, 10], [9, 9]).verdict, "moves");
+    assert.strictEqual(ab.verdict([10], [9]).verdict, "no verdict (1 round)");
     for (const name of Object.keys(benchoff.MECHANISMS)) assert.ok(ab.MOVES[name].length > 0, name);
   });
 });
