@@ -43,9 +43,17 @@ const pct = (xs, p) => {
 };
 const ms = (t0) => Number(process.hrtime.bigint() - t0) / 1e6;
 const rows = [];
-/** One line of the table; `met` is null for a figure reported without a target. */
+/** One line of the table; `met` is null for a figure reported without a target.
+ * With BENCH_JSON=1 each row is also a JSON line on stdout as it is measured
+ * (for bench/ab.js): its figure function (phase), its text, and valueMs, the
+ * first time in `measured` (the row's headline: a p50, or ms per call). */
 function row(figure, baseline, measured, target, met) {
   rows.push({ figure, baseline, measured, target, met });
+  if (process.env.BENCH_JSON === "1") {
+    const m = /(\d+(?:\.\d+)?) ms/.exec(measured);
+    console.log(JSON.stringify({ benchRow: figure, phase: loop.phase ?? null,
+      valueMs: m === null ? null : Number(m[1]), measured, met }));
+  }
   console.error(`  ${met === null ? "    " : met ? "met " : "MISS"}  ${figure}: ${measured} (${target})`);
 }
 const metCell = (met) => (met === null ? "-" : met ? "yes" : "**no**");

@@ -17,6 +17,7 @@ const crypto = require("crypto");
 const fs = require("fs");
 const os = require("os");
 const path = require("path");
+const benchoff = require("./benchoff");
 const { BOX_DIR, BOOT_SOURCE } = require("./init");
 const { NO_CAP_WARNING } = require("./warnings");
 
@@ -56,6 +57,8 @@ function binName(kern, image) {
 function bootBin(initDir, kern, o, whenSettled, runBox) {
   const key = `${initDir}\0${kern}\0${o.image}`;
   const state = states.get(key);
+  // (Bench switch bootcache off: never compiled; every box loads the text.)
+  if (benchoff.isOff("bootcache")) return `${BOX_DIR}/${binName(kern, o.image)}`;
   if (state === undefined) states.set(key, "seen");
   else if (state === "seen") {
     states.set(key, "compiling");

@@ -6,6 +6,7 @@
 const fs = require("fs");
 const os = require("os");
 const path = require("path");
+const benchoff = require("./benchoff");
 const binding = require("./binding");
 
 // From the one definition of each (csrc/init/protocol.h, via the addon).
@@ -56,7 +57,9 @@ function findInitBinary() {
   return null;
 }
 
-const INIT_BINARY = findInitBinary();
+// With the bench switch inbox-libc off, the init linked against glibc that
+// bench/ab.js built (lib/benchoff.js), in the built one's place.
+const INIT_BINARY = benchoff.INIT ?? findInitBinary();
 
 /**
  * The process's private directory (0700, under TMPDIR, never inside a

@@ -14,6 +14,7 @@
 //             checkpoint. A cell that times out, crashes or is OOM-killed
 //             loses only itself; rollback(n) goes back n states.
 const binding = require("./binding");
+const benchoff = require("./benchoff");
 const init = require("./init");
 const { SandboxError, sandboxError, escapeControl } = require("./errors");
 const { AbortError, abortError, onAbort } = require("./abort");
@@ -22,6 +23,9 @@ const { normalizeCallOptions, describe } = require("./options");
 const { newCancelKey } = require("./session");
 const { awaitHeld } = require("./hold");
 const { ASYNC_DISPOSE } = require("./dispose");
+
+// (Bench switch js-writes off: every cell goes through the engine's thread.)
+const JS_WRITES_OFF = benchoff.isOff("js-writes");
 
 // kern's backstop for a kernel's box, and so a kernel's longest life.
 const KERNEL_BACKSTOP_S = 24 * 3600;
@@ -152,7 +156,7 @@ class Kernel {
   /** One message to the engine (binding.kernelCell). With none of this
    * kernel's under way, the engine may send it from this thread. */
   #engine(id, type, a, b, body, timeoutMs, cap, onStdout, onStderr, cancelKey) {
-    const direct = this.#inFlight === 0;
+    const direct = this.#inFlight === 0 && !JS_WRITES_OFF;
     this.#inFlight++;
     const p = binding.kernelCell(this.#key, id, type, a, b, body, timeoutMs, cap, onStdout,
       onStderr, cancelKey, direct);

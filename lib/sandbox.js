@@ -15,6 +15,7 @@ const { checkHostSource, within } = require("./mounts");
 const { findKern, openKern, boxName, boxArgv, envFileContent, DEPS_DIR } = require("./kern");
 const { Session, newCancelKey } = require("./session");
 const bootcache = require("./bootcache");
+const benchoff = require("./benchoff");
 const { abortError, onAbort, raceAbort } = require("./abort");
 const { classify, exitCodeOf, limitsOf, startedByte } = require("./faults");
 const { warnUnenforced, NO_CAP_WARNING } = require("./warnings");
@@ -27,6 +28,8 @@ const init = require("./init");
 const { Pool, IDLE_MS } = require("./pool");
 const { Kernel, kernelOptions, KERNEL_BACKSTOP_S, KERNEL_START_MIN_DEFAULT_MS } = require("./kernel");
 const { ENGINE, POOL_STATS, POOL_IDLE_MS, KERNEL_START_MIN_MS } = require("./internal");
+
+const JS_WRITES_OFF = benchoff.isOff("js-writes"); // bench switch (lib/benchoff.js)
 
 const INLINE_CODE_MAX = 128 * 1024; // longer code goes through a workspace file (ARG_MAX)
 const READ_MAX = 2 ** 31 - 1; // what Node's own fs.readFile accepts
@@ -364,9 +367,10 @@ class Sandbox {
     });
     const parkKey = newCancelKey();
     // A box that waits for an argv shares its channel: the call that takes
-    // it writes the argv there itself (#spawn).
+    // it writes the argv there itself (#spawn). (Bench switch js-writes off:
+    // none is shared, and the engine's thread sends every claim's argv.)
     const terms = { earlyCap: -1, spec: null, parkKey, claimKey: 0, run: null,
-      resultMax: resultMax(o), kernelKey: 0, shareChannel: kind !== "python" };
+      resultMax: resultMax(o), kernelKey: 0, shareChannel: kind !== "python" && !JS_WRITES_OFF };
     let done;
     try {
       done = startBox(st, { kern: this.#kern, argv, enforceLimits: o.enforceLimits, envFile,

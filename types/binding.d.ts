@@ -205,9 +205,11 @@ export function tailBoxes(): number;
 export function spareFds(): number[];
 
 /** Test switches from process.env (KERN_SANDBOX_FORCE_FALLBACK, KERN_SANDBOX_TRACKER), read
- * by lib/binding.js: the addon itself never calls getenv(). */
+ * by lib/binding.js: the addon itself never calls getenv(). benchOff: the engine's bench
+ * switches that are off (lib/benchoff.js), a comma list of "fd-kits" and "inline-ends";
+ * they hold for supervisors started after the call. */
 export function configure(forceFallback: string, tracker: string,
-  makeRawResult: (...fields: unknown[]) => RawRunResult): void;
+  makeRawResult: (...fields: unknown[]) => RawRunResult, benchOff: string): void;
 /** The names of RawRunResult's fields, in the order makeRawResult takes them. */
 export const RAW_RESULT_FIELDS: readonly (keyof RawRunResult)[];
 /** The constants lib/ shares with the engine, the init and the interpreter, from their one

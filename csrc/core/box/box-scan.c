@@ -113,7 +113,7 @@ void ks__after_box(struct ks_sup *sup, struct ks_box *box) {
 
   box->claimed = NULL;
   ks__box_to(box, KS_BOX_ENDED); /* from here on the box is the caller's */
-  if (ks__end_inline(box))
+  if (!(sup->off & KS_SUP_OFF_INLINE_ENDS) && ks__end_inline(box))
     sup->hooks.on_done(sup->ctx, box);
   else
     ks__scanner_push(sup, box, KS__SCAN_AFTER);

@@ -564,7 +564,7 @@ void ks__kit_publish(struct ks_sup *sup) {
 void ks__kit_refill(struct ks_sup *sup, uint64_t now) {
   struct ks_err err;
 
-  if (!ks_kit_ready(&sup->kit) && now >= sup->kit_retry_ns) {
+  if (!ks_kit_ready(&sup->kit) && now >= sup->kit_retry_ns && !(sup->off & KS_SUP_OFF_KITS)) {
     if (ks_kit_make(&sup->kit, &err) < 0)
       sup->kit_retry_ns = now + KS__KIT_RETRY_NS;
     ks__kit_publish(sup);

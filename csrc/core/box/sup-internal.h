@@ -213,6 +213,7 @@ struct ks_sup {
   struct ks_box_kit kit;       /* the next cold box's pipes and channel, made ahead */
   _Atomic int kit_fds[KS_KIT_FDS]; /* its descriptors, for ks_sup_spare_fds (-1: none) */
   uint64_t kit_retry_ns;       /* after a failure to make it (EMFILE), not before this */
+  unsigned off;                /* bench switches (enum ks_sup_off), fixed at its start */
 #ifdef KS_FAILPOINTS
   /* The Debug build's pause after the thread took the commands (from
    * KS_FAILPOINT_SUP_TAKE_MS): it widens the window a test races into. */

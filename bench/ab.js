@@ -1,0 +1,150 @@
+"use strict";
+
+// The A/B of each speed mechanism (bench/README.md, "Speed mechanisms, A/B"):
+// for each, the figures of bench/run.js it should move, measured in
+// alternated rounds of two arms in one run on this tree: A with every
+// mechanism on, B with that one off (KERN_SANDBOX_BENCH_OFF, lib/benchoff.js).
+// Each arm of each round is its own `node bench/run.js quick only=...`
+// (the switches are read once per process). Prints a markdown table: per
+// row, each arm's median and range (min-max) over the rounds, B/A, and a
+// verdict: "moves" when the arms' ranges do not overlap and the medians
+// differ by more than 5%, else "within noise" (and none from one round).
+//
+//   node bench/ab.js                        # every mechanism, 3 rounds
+//   node bench/ab.js rounds=5 bootcache fd-kits
+//   KERN_BENCH_REAL=1 KERN_BIN=/path/to/kern node bench/ab.js rounds=1 inline-ends
+//
+// Against the kern test double unless KERN_BENCH_REAL=1 (as bench/run.js).
+const fs = require("fs");
+const os = require("os");
+const path = require("path");
+const { spawnSync } = require("child_process");
+const { MECHANISMS } = require("../lib/benchoff");
+
+const ROOT = path.join(__dirname, "..");
+
+// The figures (bench/run.js function names) each mechanism should move,
+// and why (bench/README.md says the same).
+const MOVES = {
+  "inbox-libc": ["perCallOverhead", "oneShot"], // every cold box starts the init
+  bootcache: ["oneShot", "kernel"], // every cold interpreter box loads the boot
+  "fd-kits": ["perCallOverhead"], // a cold box's spawn makes its descriptors
+  "js-writes": ["prewarmed", "kernel"], // a claimed exec box's argv; a kernel's cells
+  "inline-ends": ["perCallOverhead", "prewarmed"], // every short call's end
+};
+
+const median = (xs) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+};
+
+function parseArgs(argv) {
+  let rounds = 3;
+  const names = [];
+  for (const a of argv) {
+    if (a.startsWith("rounds=")) rounds = Number(a.slice(7));
+    else if (Object.hasOwn(MOVES, a)) names.push(a);
+    else throw new Error(`bench/ab.js: unknown argument ${a} (rounds=N, or of: ${Object.keys(MOVES).join(", ")})`);
+  }
+  if (!Number.isInteger(rounds) || rounds < 1) throw new Error("bench/ab.js: rounds must be a positive integer");
+  for (const name of Object.keys(MECHANISMS))
+    if (!Object.hasOwn(MOVES, name)) throw new Error(`bench/ab.js: no figures for ${name}`);
+  return { rounds, names: names.length > 0 ? names : Object.keys(MOVES) };
+}
+
+/** The init linked statically against glibc, for inbox-libc's B arm: built
+ * here, into dir, from the same sources as the package's (never shipped). */
+function buildGlibcInit(dir) {
+  const out = path.join(dir, "ks-init");
+  const r = spawnSync(process.env.CC || "cc", ["-std=gnu11", "-Wall", "-Wextra", "-Werror", "-O2",
+    "-static", "-s", path.join(ROOT, "csrc/init/ks-init.c"), path.join(ROOT, "csrc/init/spec.c"),
+    "-o", out], { encoding: "utf8" });
+  if (r.status !== 0) throw new Error(`bench/ab.js: building the glibc init failed: ${r.stderr || r.error}`);
+  return out;
+}
+
+/** One arm of one round: bench/run.js's rows as { figure -> ms }. */
+function runArm(figures, off, glibcInit) {
+  const env = { ...process.env, BENCH_JSON: "1" };
+  delete env.KERN_SANDBOX_BENCH_OFF;
+  delete env.KERN_SANDBOX_BENCH_INIT;
+  if (off !== null) {
+    env.KERN_SANDBOX_BENCH_OFF = off;
+    if (off === "inbox-libc") env.KERN_SANDBOX_BENCH_INIT = glibcInit;
+  }
+  const r = spawnSync(process.execPath, [path.join(__dirname, "run.js"), "quick", `only=${figures.join(",")}`],
+    { env, encoding: "utf8", maxBuffer: 64 * 1024 * 1024 });
+  if (r.status !== 0)
+    throw new Error(`bench/ab.js: bench/run.js failed (${off ?? "nothing"} off): ${r.stderr.slice(-2000)}`);
+  const rows = new Map();
+  for (const line of r.stdout.split("\n")) {
+    if (!line.startsWith("{\"benchRow\"")) continue;
+    const j = JSON.parse(line);
+    if (j.benchRow.startsWith("event-loop") || j.valueMs === null) continue;
+    rows.set(j.benchRow, j.valueMs);
+  }
+  return rows;
+}
+
+/** A verdict on one row from each arm's values. One round gives no range
+ * to tell noise by: no verdict then. */
+function verdict(a, b) {
+  const ma = median(a);
+  const mb = median(b);
+  if (a.length < 2 || b.length < 2) return { ma, mb, ratio: mb / ma, verdict: "no verdict (1 round)" };
+  const overlap = Math.min(...a) <= Math.max(...b) && Math.min(...b) <= Math.max(...a);
+  const moves = !overlap && Math.abs(mb - ma) > 0.05 * ma;
+  return { ma, mb, ratio: mb / ma, verdict: moves ? "moves" : "within noise" };
+}
+
+const span = (xs) => `${median(xs).toFixed(3)} (${Math.min(...xs).toFixed(3)}-${Math.max(...xs).toFixed(3)})`;
+
+function main() {
+  const { rounds, names } = parseArgs(process.argv.slice(2));
+  const real = process.env.KERN_BENCH_REAL === "1" && process.env.KERN_BIN;
+  const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "kern-bench-ab-"));
+  const table = [];
+  const started = Date.now();
+  try {
+    const glibcInit = names.includes("inbox-libc") ? buildGlibcInit(tmp) : null;
+    for (const name of names) {
+      const figures = MOVES[name];
+      const arms = { A: new Map(), B: new Map() };
+      for (let r = 0; r < rounds; r++) {
+        // Alternated: A first in even rounds, B first in odd ones, so that a
+        // drift of the machine within a round weighs on both arms alike.
+        for (const arm of r % 2 === 0 ? ["A", "B"] : ["B", "A"]) {
+          console.error(`ab: ${name}, round ${r + 1}/${rounds}, arm ${arm} (${arm === "A" ? "all on" : `${name} off`}): only=${figures.join(",")}`);
+          for (const [figure, v] of runArm(figures, arm === "A" ? null : name, glibcInit)) {
+            if (!arms[arm].has(figure)) arms[arm].set(figure, []);
+            arms[arm].get(figure).push(v);
+          }
+        }
+      }
+      for (const [figure, a] of arms.A) {
+        const b = arms.B.get(figure);
+        if (b === undefined || b.length !== a.length) continue; // a row one arm lacks: not compared
+        const v = verdict(a, b);
+        table.push(`| ${name} | ${figure} | ${span(a)} | ${span(b)} | ${v.ratio.toFixed(2)}x | ${v.verdict} |`);
+      }
+    }
+  } finally {
+    fs.rmSync(tmp, { recursive: true, force: true });
+  }
+  const cpus = os.cpus();
+  console.log([
+    `bench/ab.js, ${new Date().toISOString()}, against ${real ? `real kern (${process.env.KERN_BIN})` : "the kern test double"}; ` +
+      `${cpus.length} x ${cpus[0].model.trim()}, Linux ${os.release()}, Node ${process.version}; ` +
+      `${rounds} alternated round(s) of \`node bench/run.js quick\` per arm; ${((Date.now() - started) / 1000).toFixed(0)} s`,
+    "",
+    "Each row's headline time in ms (its p50, or ms per call): median of the rounds (min-max).",
+    "",
+    "| mechanism | row | A: all on | B: that one off | B/A | verdict |",
+    "|---|---|---|---|---|---|",
+    ...table,
+  ].join("\n"));
+}
+
+if (require.main === module) main();
+
+module.exports = { MOVES, verdict, parseArgs };

@@ -1,0 +1,51 @@
+"use strict";
+
+// Bench switches (bench/README.md, "Speed mechanisms, A/B"): the speed
+// mechanisms kept private for speed, each of which bench/ab.js turns off in
+// one arm of an A/B. KERN_SANDBOX_BENCH_OFF is a comma list of their names,
+// read once, here (the addon never calls getenv). Not for users: a run with
+// any of them off is slower and otherwise the same. An unknown name throws,
+// so that a typo cannot pass for an A/B whose B arm changed nothing.
+const MECHANISMS = Object.freeze({
+  "inbox-libc": "the init built without glibc (csrc/init/nolibc.c); off: KERN_SANDBOX_BENCH_INIT's binary",
+  bootcache: "the Python boot's bytecode (lib/bootcache.js); off: every box compiles its text",
+  "fd-kits": "the next cold box's pipes and channel made ahead (csrc/core/box/kit.c)",
+  "js-writes": "a claim's argv and a kernel's cells sent from the JS thread",
+  "inline-ends": "a short call's end on the supervisor thread (ks__end_inline)",
+});
+
+// The ones the engine checks: lib/binding.js passes them to configure().
+const ENGINE = new Set(["fd-kits", "inline-ends"]);
+
+/** The set of names in list (a comma list; blanks ignored); throws on one
+ * that names no mechanism, and when inbox-libc is off without an init. */
+function parse(list, init) {
+  const off = new Set();
+  for (const word of (list ?? "").split(",")) {
+    const name = word.trim();
+    if (name === "") continue;
+    if (!Object.hasOwn(MECHANISMS, name))
+      throw new Error(`kern-sandbox: KERN_SANDBOX_BENCH_OFF names no mechanism: ${JSON.stringify(name)} ` +
+        `(known: ${Object.keys(MECHANISMS).join(", ")})`);
+    off.add(name);
+  }
+  if (off.has("inbox-libc") && !init)
+    throw new Error("kern-sandbox: KERN_SANDBOX_BENCH_OFF=inbox-libc needs KERN_SANDBOX_BENCH_INIT, " +
+      "the path of an init linked against glibc (bench/ab.js builds one)");
+  return off;
+}
+
+const OFF = parse(process.env.KERN_SANDBOX_BENCH_OFF, process.env.KERN_SANDBOX_BENCH_INIT);
+const INIT = OFF.has("inbox-libc") ? process.env.KERN_SANDBOX_BENCH_INIT : null;
+
+/** Whether mechanism name is off in this process. */
+function isOff(name) {
+  return OFF.has(name);
+}
+
+/** The engine's switches that are off, as configure() takes them. */
+function engineOff() {
+  return [...OFF].filter((n) => ENGINE.has(n)).join(",");
+}
+
+module.exports = { MECHANISMS, parse, isOff, engineOff, INIT };

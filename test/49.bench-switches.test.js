@@ -1,0 +1,158 @@
+"use strict";
+
+// Issue 32, item 4: the bench switches (KERN_SANDBOX_BENCH_OFF,
+// lib/benchoff.js) that bench/ab.js turns the speed mechanisms off with.
+// Each must be honoured where it is observable, an unknown name must fail
+// (a typo must not pass for an A/B), and with no switch nothing changes.
+// In children: the switches are read once, when the package loads.
+const assert = require("assert");
+const crypto = require("crypto");
+const fs = require("fs");
+const path = require("path");
+const { execFileSync, spawnSync } = require("child_process");
+const h = require("./lib/harness");
+const benchoff = require("../lib/benchoff");
+const ab = require("../bench/ab");
+
+const built = path.join(h.repo, "build", "Release", "ks-init");
+
+// What a child observes of each mechanism, as JSON on stdout.
+const PROBE = `
+  const fs = require("fs");
+  const path = require("path");
+  const repo = ${JSON.stringify(h.repo)};
+  const binding = require(repo + "/lib/binding");
+  const init = require(repo + "/lib/init");
+  const bootcache = require(repo + "/lib/bootcache");
+  const { watchClosesSettled } = require(repo + "/lib/census");
+  const { Sandbox } = require(repo);
+  const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+  let claims = 0;
+  let directs = 0;
+  const claimSend = binding.claimSend;
+  binding.claimSend = (...a) => (claims++, claimSend(...a));
+  const kernelCell = binding.kernelCell;
+  binding.kernelCell = (...a) => (a[11] === true && directs++, kernelCell(...a));
+  (async () => {
+    const out = { calls: [] };
+    // js-writes: a claimed exec box's argv (claimSend), a kernel's cells (direct).
+    let s = await new Sandbox({ prewarm: 1 }).open();
+    for (let i = 0; i < 3; i++) {
+      await sleep(300); // the pool's box is up and waiting
+      const r = await s.run(["echo", "warm"]);
+      out.calls.push([r.exitCode, r.stdout]);
+    }
+    const k = await s.kernel();
+    for (let i = 0; i < 3; i++) {
+      const r = await k.runCode("6 * 7");
+      out.calls.push([r.exitCode, r.results[0]?.text]);
+    }
+    await k.close();
+    await s.close();
+    // fd-kits: the descriptors made ahead after a cold box.
+    s = await new Sandbox({ prewarm: 0 }).open();
+    const r = await s.run(["echo", "cold"]);
+    out.calls.push([r.exitCode, r.stdout]);
+    out.spare = binding.spareFds().length;
+    await s.close();
+    // bootcache: a fresh image's bytecode after three interpreter boxes.
+    const image = process.argv[1];
+    s = await new Sandbox({ prewarm: 0, image }).open();
+    for (let i = 0; i < 3; i++) {
+      const r = await s.runCode("print(1)");
+      out.calls.push([r.exitCode, r.stdout]);
+      await watchClosesSettled();
+      await bootcache.compilesSettled();
+    }
+    await s.close();
+    const dir = init.initDir();
+    out.bin = fs.existsSync(path.join(dir, bootcache.binName(process.env.KERN_BIN, image)));
+    out.initBinary = init.INIT_BINARY;
+    out.init = fs.readFileSync(path.join(dir, "ks-init")).toString("base64");
+    out.claims = claims;
+    out.directs = directs;
+    process.stdout.write(JSON.stringify(out));
+  })().catch((e) => { console.error(e); process.exitCode = 1; });`;
+
+function probe(env) {
+  const e = { ...process.env, ...env };
+  for (const [k, v] of Object.entries(env)) if (v === undefined) delete e[k];
+  const image = `python:bench-off-${crypto.randomBytes(4).toString("hex")}`;
+  const r = spawnSync(process.execPath, ["-e", PROBE, image], { env: e, encoding: "utf8" });
+  assert.strictEqual(r.status, 0, r.stderr);
+  return JSON.parse(r.stdout);
+}
+
+const CALLS = [[0, "warm\n"], [0, "warm\n"], [0, "warm\n"], [0, "42"], [0, "42"], [0, "42"],
+  [0, "cold\n"], [0, "1\n"], [0, "1\n"], [0, "1\n"]];
+
+describe("bench switches (issue 32: the A/B of each speed mechanism)", function () {
+  this.timeout(h.startWait(60000));
+  let glibcInit = null;
+
+  before(function () {
+    if (!fs.existsSync(built)) return h.skip(this, `no built init at ${built}`);
+    glibcInit = path.join(h.tmpDir("bench-off-"), "ks-init");
+    try {
+      execFileSync("cc", ["-std=gnu11", "-O2", "-static", "-s", "-o", glibcInit,
+        path.join(h.repo, "csrc/init/ks-init.c"), path.join(h.repo, "csrc/init/spec.c")], { stdio: "pipe" });
+    } catch (e) {
+      return h.skip(this, `cannot link the init with glibc here (libc.a, from libc6-dev): ${e.stderr}`);
+    }
+    return undefined;
+  });
+
+  it("with none off, every mechanism is in use (the positive control)", function () {
+    const o = probe({ KERN_SANDBOX_BENCH_OFF: undefined, KERN_SANDBOX_BENCH_INIT: glibcInit });
+    assert.deepStrictEqual(o.calls, CALLS);
+    assert.ok(o.claims >= 1, `claimSend calls: ${o.claims}`);
+    assert.ok(o.directs >= 1, `cells sent from the JS thread: ${o.directs}`);
+    assert.strictEqual(o.spare, 8, "the next cold box's kit");
+    assert.strictEqual(o.bin, true, "the boot's bytecode");
+    assert.strictEqual(o.initBinary, built);
+    assert.strictEqual(o.init, fs.readFileSync(built).toString("base64"));
+    assert.strictEqual(benchoff.engineOff(), "");
+  });
+
+  it("with all off: no claimSend, no direct cell, no kit, no compile box, the given init; the " +
+    "calls' results unchanged", function () {
+    const o = probe({ KERN_SANDBOX_BENCH_OFF: Object.keys(benchoff.MECHANISMS).join(","),
+      KERN_SANDBOX_BENCH_INIT: glibcInit });
+    assert.deepStrictEqual(o.calls, CALLS);
+    assert.strictEqual(o.claims, 0);
+    assert.strictEqual(o.directs, 0);
+    assert.strictEqual(o.spare, 0);
+    assert.strictEqual(o.bin, false);
+    assert.strictEqual(o.initBinary, glibcInit);
+    assert.strictEqual(o.init, fs.readFileSync(glibcInit).toString("base64"));
+    assert.notStrictEqual(o.init, fs.readFileSync(built).toString("base64"));
+  });
+
+  it("one off leaves the others on (js-writes alone: the kit and the bytecode stay)", function () {
+    const o = probe({ KERN_SANDBOX_BENCH_OFF: " js-writes ", KERN_SANDBOX_BENCH_INIT: undefined });
+    assert.deepStrictEqual(o.calls, CALLS);
+    assert.deepStrictEqual([o.claims, o.directs, o.spare, o.bin, o.initBinary], [0, 0, 8, true, built]);
+  });
+
+  it("an unknown name, or inbox-libc without an init, fails the package's load", function () {
+    for (const [off, init, words] of [["fd-kit", "", /names no mechanism: "fd-kit"/],
+      ["bootcache,inline-end", "", /names no mechanism: "inline-end"/],
+      ["inbox-libc", undefined, /inbox-libc needs KERN_SANDBOX_BENCH_INIT/]]) {
+      const env = { ...process.env, KERN_SANDBOX_BENCH_OFF: off };
+      if (init === undefined) delete env.KERN_SANDBOX_BENCH_INIT;
+      const r = spawnSync(process.execPath, ["-e", `require(${JSON.stringify(h.repo)})`], { env, encoding: "utf8" });
+      assert.notStrictEqual(r.status, 0, off);
+      assert.match(r.stderr, words);
+    }
+    assert.deepStrictEqual([...benchoff.parse(" , fd-kits,inline-ends,")], ["fd-kits", "inline-ends"]);
+  });
+
+  it("bench/ab.js's verdict: moves only when the ranges are apart and the medians > 5% apart", function () {
+    assert.strictEqual(ab.verdict([10, 10.2, 10.1], [11, 11.2, 11.1]).verdict, "moves");
+    assert.strictEqual(ab.verdict([10, 10.2, 11.1], [11, 11.2, 11.1]).verdict, "within noise"); // overlap
+    assert.strictEqual(ab.verdict([10, 10.1], [10.3, 10.4]).verdict, "within noise"); // < 5%
+    assert.strictEqual(ab.verdict([10, 10], [9, 9]).verdict, "moves");
+    assert.strictEqual(ab.verdict([10], [9]).verdict, "no verdict (1 round)");
+    for (const name of Object.keys(benchoff.MECHANISMS)) assert.ok(ab.MOVES[name].length > 0, name);
+  });
+});
