@@ -199,10 +199,6 @@ export function specFrame(argv: string[]): Buffer;
  * (the engine then begins it, and sends the argv after). run() takes it
  * over through InitTerms.begun; one never taken is abandoned when collected. */
 export function watchBegin(watch: WsWatch): BegunWatchCall | null;
-/** Kerns still tearing down boxes whose calls settled, and kern stop helpers running (tests). */
-export function tailBoxes(): number;
-/** The descriptors the engine made ahead for its next box (its pipes and channel): the leak census's exception. */
-export function spareFds(): number[];
 
 /** Test switches from process.env (KERN_SANDBOX_FORCE_FALLBACK, KERN_SANDBOX_TRACKER), read
  * by lib/binding.js: the addon itself never calls getenv(). */
@@ -223,11 +219,6 @@ export const PROTOCOL: Readonly<{
 export function cancelGroup(group: number): void;
 /** Drops a closed session's group once all its calls have settled. */
 export function forgetGroup(group: number): void;
-/** How many cancelled groups the engine still checks (tests). */
-export function cancelledGroups(): number;
-
-/** Boxes currently supervised in this environment. */
-export function liveBoxes(): number;
 
 /** The engine's handle on a session's workspace (inotify tracker or full scans). */
 export interface WsWatch { readonly __wsWatch: unique symbol }
@@ -246,8 +237,6 @@ export function wsClose(fd: number): boolean;
 /** As wsClose, but the close runs on a detached thread of its own (the last
  * descriptor of a removed workspace: freeing its blocks may wait on the disk). */
 export function wsCloseLater(fd: number): boolean;
-/** wsCloseLater closes not yet done, in the whole process (tests). */
-export function pendingCloses(): number;
 export function wsWriteFile(rootfd: number, rel: string, data: Buffer): Promise<void>;
 export function wsReadFile(rootfd: number, rel: string, maxBytes: number): Promise<Buffer>;
 /** Changed files, packed: one object per file would cost the JS thread N-API calls per file. */
@@ -268,3 +257,17 @@ export function wsRemoveTree(rootfd: number): Promise<void>;
 export function wsSnapshot(rootfd: number, destDir: string, destName: string): void;
 /** Throws a SystemError with `reason` (and `member`) when the archive is refused. */
 export function wsRestore(rootfd: number, srcPath: string): void;
+
+/* The test natives (csrc/napi/testing.c): only in the builds compiled with
+ * KS_TEST_NATIVES (Test, what npm test loads; Debug; Tsan), never in the
+ * Release build users load (test/16 checks), so undefined there. */
+/** Boxes currently supervised in this environment. */
+export const liveBoxes: (() => number) | undefined;
+/** Kerns still tearing down boxes whose calls settled, and kern stop helpers running. */
+export const tailBoxes: (() => number) | undefined;
+/** The descriptors the engine made ahead for its next box (its pipes and channel): the leak census's exception. */
+export const spareFds: (() => number[]) | undefined;
+/** How many cancelled groups the engine still checks. */
+export const cancelledGroups: (() => number) | undefined;
+/** wsCloseLater closes not yet done, in the whole process. */
+export const pendingCloses: (() => number) | undefined;

@@ -560,16 +560,9 @@ static napi_value ks__ws_close_later(napi_env env, napi_callback_info info) {
   return ks__boolean(env, true);
 }
 
-/* pendingCloses() -> the wsCloseLater closes not yet done (tests count
- * descriptors once none are). */
-static napi_value ks__pending_closes(napi_env env, napi_callback_info info) {
-  napi_value out;
-  (void) info;
-  if (napi_create_int32(env, atomic_load(&ks__closes_pending), &out) != napi_ok) {
-    ks_napi_throw_last(env);
-    return NULL;
-  }
-  return out;
+/* The wsCloseLater closes not yet done (testing.c's pendingCloses). */
+int ks_napi_pending_closes(void) {
+  return atomic_load(&ks__closes_pending);
 }
 
 bool ks_napi_init_fs(napi_env env, napi_value exports) {
@@ -577,7 +570,6 @@ bool ks_napi_init_fs(napi_env env, napi_value exports) {
       {"wsOpen", ks__ws_open},
       {"wsClose", ks__ws_close},
       {"wsCloseLater", ks__ws_close_later},
-      {"pendingCloses", ks__pending_closes},
       {"kernOpen", ks__kern_open},
       {"wsWriteFile", ks__ws_write_file},
       {"wsReadFile", ks__ws_read_file},

@@ -1,8 +1,8 @@
 /* run(): hands a box to the supervisor and settles its promise with the raw
  * result (raw-result.h) when it ends; and the group natives (cancelGroup,
  * forgetGroup, dropParked), the claim's SPEC from this thread (claimSend),
- * the loop hold (holdLoop/releaseLoop) and the engine's counts. The call
- * object and the TSFN that carries its end are call.c's. */
+ * and the loop hold (holdLoop/releaseLoop). The engine's counts, for the
+ * tests only, are testing.c's. The call object and the TSFN that carries its end are call.c's. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
@@ -517,48 +517,6 @@ static napi_value ks__release_loop(napi_env env, napi_callback_info info) {
   return NULL;
 }
 
-/* One of the supervisor's counts, 0 before it starts. */
-static napi_value ks__sup_count(napi_env env, size_t (*count)(struct ks_sup *)) {
-  struct ks_addon *addon;
-  napi_value out;
-  KS_NAPI_CALL(env, napi_get_instance_data(env, (void **) &addon));
-  KS_NAPI_CALL(env, napi_create_double(
-                        env, addon->sup != NULL ? (double) count(addon->sup) : 0, &out));
-  return out;
-}
-
-/* liveBoxes(): for the tests and the leak census. */
-static napi_value ks__live_boxes(napi_env env, napi_callback_info info) {
-  (void) info;
-  return ks__sup_count(env, ks_sup_live_boxes);
-}
-
-/* spareFds(): the descriptors the engine made ahead for its next box, for
- * the leak census (they change with every box, and are no leak). */
-static napi_value ks__spare_fds(napi_env env, napi_callback_info info) {
-  struct ks_addon *addon;
-  int fds[KS_SUP_SPARE_FDS_MAX];
-  size_t n;
-  napi_value out;
-  (void) info;
-  KS_NAPI_CALL(env, napi_get_instance_data(env, (void **) &addon));
-  n = addon->sup != NULL ? ks_sup_spare_fds(addon->sup, fds) : 0;
-  KS_NAPI_CALL(env, napi_create_array_with_length(env, n, &out));
-  for (size_t i = 0; i < n; i++) {
-    napi_value v;
-    KS_NAPI_CALL(env, napi_create_int32(env, fds[i], &v));
-    KS_NAPI_CALL(env, napi_set_element(env, out, (uint32_t) i, v));
-  }
-  return out;
-}
-
-/* tailBoxes(): kerns still tearing down boxes whose calls settled, and
- * `kern stop` helpers still running. */
-static napi_value ks__tail_boxes(napi_env env, napi_callback_info info) {
-  (void) info;
-  return ks__sup_count(env, ks_sup_tails);
-}
-
 /* shutdown(): what the environment's teardown does, now: kills and reaps
  * every box, removes the workspaces sessions created and closes their
  * descriptors. For process.exit() and an uncaught exception, after which
@@ -751,18 +709,10 @@ static napi_value ks__spec_frame_buffer(napi_env env, napi_callback_info info) {
   return out;
 }
 
-/* cancelledGroups(): for the tests, that closed sessions are forgotten. */
-static napi_value ks__cancelled_groups(napi_env env, napi_callback_info info) {
-  (void) info;
-  return ks__sup_count(env, ks_sup_cancelled_groups);
-}
-
 bool ks_napi_init_run(napi_env env, napi_value exports) {
   static const struct ks_napi_fn fns[] = {
       {"cancelGroup", ks__cancel_group}, {"forgetGroup", ks__forget_group},
-      {"cancelledGroups", ks__cancelled_groups}, {"run", ks__run},
-      {"shutdown", ks__shutdown}, {"liveBoxes", ks__live_boxes},
-      {"tailBoxes", ks__tail_boxes}, {"spareFds", ks__spare_fds},
+      {"run", ks__run}, {"shutdown", ks__shutdown},
       {"dropParked", ks__drop_parked}, {"holdLoop", ks__hold_loop},
       {"releaseLoop", ks__release_loop},
       {"claimSend", ks__claim_send}, {"specFrame", ks__spec_frame_buffer},
