@@ -68,7 +68,7 @@ void ks_addon_release_settled(struct ks_addon *addon);
  * them, and unties the check handle, which its teardown hook closes. */
 void ks_addon_forget_after_turn(struct ks_addon *addon);
 
-/* Registers run() and its constants on exports. */
+/* Registers the box entry points (startBox...) and their constants on exports. */
 bool ks_napi_init_run(napi_env env, napi_value exports);
 
 /* Registers the workspace file operations (wsOpen, wsWriteFile...) on exports. */

@@ -1,6 +1,6 @@
 /* kernelCell(): one message to a kernel box's interpreter (its start, a
  * cell, a rollback), settled when the interpreter answers or the kernel is
- * gone. The kernel box itself is a run() with a kernelKey; cells name it by
+ * gone. The kernel box itself is a startKernel() box with a kernelKey; cells name it by
  * that key and run in the order they are submitted.
  *
  * kernelCell(kernelKey, id, type, a, b, body, timeoutMs, cap, onStdout,

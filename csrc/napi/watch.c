@@ -1,5 +1,5 @@
 /* wsWatch(): the session's workspace as the run engine sees it, handed to
- * every run() so the engine can report each call's changed files. */
+ * every box so the engine can report each call's changed files. */
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <stdlib.h>
@@ -81,7 +81,7 @@ struct ks_ws_watch *ks_napi_get_watch(napi_env env, napi_value v) {
  * (ks_ws_watch_try_begin): a call's change tracking begun on the calling
  * thread. The caller of a claim takes one before it writes the argv to the
  * parked box itself, so that nothing the workload writes can come before
- * the call's start; run() takes it over (terms.begun). One not taken is
+ * the call's start; claimBox() takes it over (opts.begun). One not taken is
  * abandoned when it is collected. */
 struct ks__begun {
   struct ks_ws_watch *watch; /* one reference */
