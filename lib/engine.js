@@ -18,14 +18,17 @@ const NO_ENV = Object.freeze([]);
  * file, or null), stopArgv (`kern stop NAME`, or null), timeoutMs,
  * maxOutputBytes, onStdout/onStderr (or null), watch (the session's change
  * tracking, or null), cancelKey (0: none), init (the in-box init's terms,
- * { earlyCap, resultMax, run }, or null: 0.1.1's argv); and what the entry
- * point adds (parkKey, shareChannel; claimOnly, spec, begun; kernelKey,
- * claim), passed as they are.
+ * { earlyCap, resultMax, run }, or null: 0.1.1's argv). One object literal
+ * of one shape for every box: a claim's path has no time to spare.
  */
-function boxOptions(st, { argv, enforceLimits, envFile, ...rest }) {
-  const boxed = argv.length > 0;
-  return { ...rest, argv, kernHandle: st.kernHandle, env: boxed ? st.kernEnvFor(enforceLimits) : NO_ENV,
-    envData: boxed ? envFile : null, tmpdir: st.tmpdir, group: st.group };
+function boxOptions(st, s) {
+  const boxed = s.argv.length > 0;
+  return { kern: s.kern, kernHandle: st.kernHandle, argv: s.argv,
+    env: boxed ? st.kernEnvFor(s.enforceLimits) : NO_ENV, envData: boxed ? s.envFile : null,
+    tmpdir: st.tmpdir, stopArgv: s.stopArgv, timeoutMs: s.timeoutMs, maxOutputBytes: s.maxOutputBytes,
+    onStdout: s.onStdout ?? null, onStderr: s.onStderr ?? null, watch: s.watch ?? null,
+    group: st.group, cancelKey: s.cancelKey ?? 0, init: s.init ?? null,
+    parkKey: 0, shareChannel: false, claimOnly: false, spec: null, begun: null, kernelKey: 0, claim: null };
 }
 
 /** A cold box: the promise of its raw result. */
@@ -33,20 +36,34 @@ function startBox(st, spec) {
   return binding.startBox(boxOptions(st, spec));
 }
 
-/** A prewarm box, parked under spec.parkKey: { parked, channel, done }
+/** A prewarm box, parked under parkKey (shareChannel: this thread keeps a
+ * copy of its channel, for claimSend): { parked, channel, done }
  * (binding.parkBox). */
-function parkBox(st, spec) {
-  return binding.parkBox(boxOptions(st, spec));
+function parkBox(st, spec, { parkKey, shareChannel }) {
+  const o = boxOptions(st, spec);
+  o.parkKey = parkKey;
+  o.shareChannel = shareChannel;
+  return binding.parkBox(o);
 }
 
-/** A call in the parked box of handle parked (or cold if it is gone). */
-function claimBox(st, parked, spec) {
-  return binding.claimBox(parked, boxOptions(st, spec));
+/** A call in the parked box of handle parked (or cold if it is gone), with
+ * the claim's own terms: claimOnly, spec (what of the SPEC frame the caller
+ * could not send), begun (the watch call it began; lib/sandbox.js sendSpec). */
+function claimBox(st, parked, spec, { claimOnly, spec: frame, begun }) {
+  const o = boxOptions(st, spec);
+  o.claimOnly = claimOnly;
+  o.spec = frame;
+  o.begun = begun;
+  return binding.claimBox(parked, o);
 }
 
-/** A kernel's box (spec.kernelKey), in the parked box spec.claim if given. */
-function startKernel(st, spec) {
-  return binding.startKernel(boxOptions(st, spec));
+/** A kernel's box under kernelKey, in the parked box claim if given (and
+ * still there), else cold. */
+function startKernel(st, spec, { kernelKey, claim }) {
+  const o = boxOptions(st, spec);
+  o.kernelKey = kernelKey;
+  o.claim = claim;
+  return binding.startKernel(o);
 }
 
 module.exports = { startBox, parkBox, claimBox, startKernel };

@@ -369,8 +369,8 @@ class Sandbox {
       // it writes the argv there itself (#spawn).
       started = parkBox(st, { kern: this.#kern, argv, enforceLimits: o.enforceLimits, envFile,
         stopArgv: [this.#kern, "stop", name], timeoutMs: timeoutS * 1000,
-        maxOutputBytes: o.maxOutputBytes, init: { earlyCap: -1, resultMax: resultMax(o), run: null },
-        parkKey, shareChannel: kind !== "python" });
+        maxOutputBytes: o.maxOutputBytes, init: { earlyCap: -1, resultMax: resultMax(o), run: null } },
+      { parkKey, shareChannel: kind !== "python" });
     } catch {
       return null; // the engine is shutting down (process.exit): no box ahead, calls start cold
     }
@@ -494,7 +494,7 @@ class Sandbox {
         const spec = { kern: this.#kern, argv, enforceLimits: o.enforceLimits,
           envFile, stopArgv, timeoutMs: timeoutS * 1000, maxOutputBytes: o.maxOutputBytes,
           onStdout: o.onStdout, onStderr: o.onStderr, watch: st.watch, cancelKey, init: initTerms };
-        raw = await (ready !== null ? claimBox(st, ready.parked, { ...spec, ...claim }) : startBox(st, spec));
+        raw = await (ready !== null ? claimBox(st, ready.parked, spec, claim) : startBox(st, spec));
       } catch (e) {
         if (signal !== null && signal.aborted) throw abortError(signal);
         if (e.code === "ECANCELED")
@@ -705,8 +705,8 @@ class Sandbox {
     const box = startKernel(st, { kern: this.#kern, argv, enforceLimits: o.enforceLimits, envFile,
       stopArgv: [this.#kern, "stop", name], timeoutMs: KERNEL_BACKSTOP_S * 1000,
       maxOutputBytes: o.maxOutputBytes, cancelKey: key,
-      init: { earlyCap: -1, resultMax: resultMax(o), run: null },
-      kernelKey: key, claim: ready !== null ? ready.parked : null });
+      init: { earlyCap: -1, resultMax: resultMax(o), run: null } },
+    { kernelKey: key, claim: ready !== null ? ready.parked : null });
     st.trackParked(box, { runsCode: true });
     // The pool refills once the kernel is up: a box started meanwhile would
     // take the CPU the kernel's start needs.
