@@ -39,9 +39,13 @@
         "csrc/napi/convert.c",
         "csrc/napi/errnames.c",
         "csrc/napi/fs.c",
+        "csrc/napi/handle.c",
+        "csrc/napi/opts.c",
         "csrc/napi/pack.c",
         "csrc/napi/protocol.c",
+        "csrc/napi/request.c",
         "csrc/napi/run.c",
+        "csrc/napi/testing.c",
         "csrc/napi/util.c",
         "csrc/napi/watch.c"
       ],
@@ -58,8 +62,8 @@
       "cflags!": ["-fno-exceptions"],
       "configurations": {
         "Debug": {
-          "#": "The Debug build is the sanitizer build (npm run test:asan). KS_FAILPOINTS: the pauses tests put into the engine's races (csrc/core/box/sup-internal.h); never in a release build. KS_STATE_CHECKS: an illegal box state transition aborts (csrc/core/box/boxstate.h).",
-          "defines": ["KS_FAILPOINTS", "KS_STATE_CHECKS"],
+          "#": "The Debug build is the sanitizer build (npm run test:asan). KS_FAILPOINTS: the pauses tests put into the engine's races (csrc/core/box/sup-internal.h); never in a release build. KS_STATE_CHECKS: an illegal box state transition aborts (csrc/core/box/boxstate.h). KS_TEST_NATIVES: the counts the tests' census reads (csrc/napi/testing.c).",
+          "defines": ["KS_FAILPOINTS", "KS_STATE_CHECKS", "KS_TEST_NATIVES"],
           "cflags": [
             "-fsanitize=address,undefined",
             "-fno-sanitize-recover=undefined",
@@ -70,8 +74,8 @@
           "ldflags": ["-fsanitize=address,undefined"]
         },
         "Tsan": {
-          "#": "The ThreadSanitizer build (npm run test:tsan), built by scripts/build-addon.js --tsan. KS_STATE_CHECKS as in Debug.",
-          "defines": ["KS_STATE_CHECKS"],
+          "#": "The ThreadSanitizer build (npm run test:tsan), built by scripts/build-addon.js --tsan. KS_STATE_CHECKS and KS_TEST_NATIVES as in Debug.",
+          "defines": ["KS_STATE_CHECKS", "KS_TEST_NATIVES"],
           "cflags": [
             "-fsanitize=thread",
             "-fno-omit-frame-pointer",
@@ -79,6 +83,11 @@
             "-g"
           ],
           "ldflags": ["-fsanitize=thread"]
+        },
+        "Test": {
+          "#": "What npm test loads (build/Test, built by scripts/build-addon.js --test): the Release build's flags and code, plus the counts the tests' census reads (KS_TEST_NATIVES, csrc/napi/testing.c), which the Release build users load never has.",
+          "inherit_from": ["Release"],
+          "defines": ["KS_TEST_NATIVES"]
         }
       },
       "conditions": [
@@ -92,7 +101,7 @@
       "sources": ["csrc/init/ks-init.c", "csrc/init/spec.c"],
       "cflags": ["-std=gnu11", "-Wall", "-Wextra", "-Werror", "-O2"],
       "ldflags": ["-static", "-s"],
-      "configurations": { "Debug": {}, "Tsan": {} },
+      "configurations": { "Debug": {}, "Tsan": {}, "Test": { "inherit_from": ["Release"] } },
       "conditions": [
         ["OS!='linux'", { "type": "none" }],
         ["OS=='linux' and (target_arch=='x64' or target_arch=='arm64')", {

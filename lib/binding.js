@@ -1,8 +1,10 @@
 "use strict";
 
-// Loads the native engine. KERN_SANDBOX_BUILD selects a sanitizer build:
-// Debug (ASan + UBSan, npm run test:asan) or Tsan (ThreadSanitizer,
-// npm run test:tsan); otherwise the release build.
+// Loads the native engine. KERN_SANDBOX_BUILD selects a build of the
+// project's own tests: Test (the release build plus the natives the tests'
+// census reads, csrc/napi/testing.c; what npm test loads), Debug (ASan +
+// UBSan, npm run test:asan) or Tsan (ThreadSanitizer, npm run test:tsan);
+// otherwise the release build, which has no test natives.
 const fs = require("fs");
 const path = require("path");
 const benchoff = require("./benchoff");
@@ -17,11 +19,12 @@ function haveTsanRuntime() {
 }
 
 function pickFlavour(wanted) {
-  if (wanted === "Debug") return "Debug";
+  if (wanted === "Debug" || wanted === "Test") return wanted;
   // The Tsan build only works where the runtime was preloaded (the test
   // run's own process and its Workers); a Node child of that run has it not
-  // (test/00.setup.js) and takes the release build.
-  if (wanted === "Tsan") return haveTsanRuntime() ? "Tsan" : "Release";
+  // (test/00.setup.js) and takes the Test build (scripts/test-tsan.sh builds
+  // it too).
+  if (wanted === "Tsan") return haveTsanRuntime() ? "Tsan" : "Test";
   return "Release";
 }
 
@@ -34,7 +37,10 @@ try {
 } catch (e) {
   const err = new Error(
     `kern-sandbox: the native addon could not be loaded from ${file} (${e.message}). ` +
-      "Run `npm install` (or `npm run build`) in the package directory to build it.");
+      (flavour === "Release"
+        ? "Run `npm install` (or `npm run build`) in the package directory to build it."
+        : `Build it with \`node scripts/build-addon.js --${flavour.toLowerCase()}\` ` +
+          "(npm test builds the Test build first)."));
   err.cause = e;
   throw err;
 }

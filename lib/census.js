@@ -8,6 +8,12 @@ const binding = require("./binding");
 const bootcache = require("./bootcache");
 const { lingering } = require("./session");
 
+// The counts below are natives of the Test, Debug and Tsan builds only
+// (csrc/napi/testing.c): the release build has none.
+if (typeof binding.tailBoxes !== "function")
+  throw new Error(`lib/census.js needs a build with the test natives (KERN_SANDBOX_BUILD=Test), ` +
+    `not the ${binding.flavour} build`);
+
 /** Settles once every session's inotify instance and removed workspace's
  * descriptor is closed, no compile of the boot's bytecode runs, and no kern
  * still tears down a box whose call settled (close() waits for none). */

@@ -62,52 +62,35 @@ function findKern(env = process.env) {
   throw sandboxError("ERR_SANDBOX_KERN_NOT_FOUND", `the kern binary was not found on PATH; ${HOW_TO_GET_KERN}`);
 }
 
-function isScript(fd) {
-  let rfd;
-  try {
-    rfd = fs.openSync(`/proc/self/fd/${fd}`, "r"); // the same file, not the path
-  } catch {
-    return false; // execute-only: execveat will tell
-  }
-  try {
-    const head = Buffer.alloc(2);
-    return fs.readSync(rfd, head, 0, 2, 0) === 2 && head.toString("latin1") === "#!";
-  } finally {
-    fs.closeSync(rfd);
-  }
-}
-
 /**
  * Opens the kern that findKern() resolved and checks the file it got, not
- * the path: every box of the session executes this descriptor, so a file
- * renamed over the path afterwards never runs (A36). Close it with
- * binding.wsClose.
+ * the path: every box of the session executes this handle's descriptor, so
+ * a file renamed over the path afterwards never runs (A36). The engine
+ * reports the opened file's mode and owner and whether it is a script
+ * (binding.kernOpen). Returns the kern handle; close it with binding.wsClose.
  */
 function openKern(file) {
-  let fd;
+  let opened;
   try {
-    fd = binding.kernOpen(file);
+    opened = binding.kernOpen(file);
   } catch (e) {
     // Its code, errno, syscall and path come along (sandboxErrorFromSystem).
     throw sandboxErrorFromSystem(`kern ${JSON.stringify(file)} cannot be opened; ${HOW_TO_GET_KERN}`, e,
       "ERR_SANDBOX_KERN_NOT_FOUND");
   }
-  let problem;
-  try {
-    problem = checkKernStat(fs.fstatSync(fd), file, "kern");
-  } catch (e) {
-    problem = `kern ${JSON.stringify(file)} cannot be checked (${e.code})`;
-  }
+  const { handle, mode, uid, script } = opened;
+  const isFile = (mode & fs.constants.S_IFMT) === fs.constants.S_IFREG;
+  let problem = checkKernStat({ mode, uid, isFile: () => isFile }, file, "kern");
   // Exec through a close-on-exec descriptor cannot run a `#!` script (its
   // interpreter would get a /dev/fd path that is closed by then): say so here
   // rather than fail every run with ENOENT.
-  if (!problem && isScript(fd))
+  if (!problem && script)
     problem = `kern ${JSON.stringify(file)} is a script; kern must be the kern binary itself`;
   if (problem) {
-    binding.wsClose(fd);
+    binding.wsClose(handle);
     throw sandboxError("ERR_SANDBOX_KERN_NOT_FOUND", `${problem}; ${HOW_TO_GET_KERN}`);
   }
-  return fd;
+  return handle;
 }
 
 // kern reads many KERN_* variables, some of which weaken the box (a seccomp

@@ -158,8 +158,8 @@ class Kernel {
   #engine(id, type, a, b, body, timeoutMs, cap, onStdout, onStderr, cancelKey) {
     const direct = this.#inFlight === 0 && !JS_WRITES_OFF;
     this.#inFlight++;
-    const p = binding.kernelCell(this.#key, id, type, a, b, body, timeoutMs, cap, onStdout,
-      onStderr, cancelKey, direct);
+    const p = binding.kernelCell({ kernelKey: this.#key, id, type, a, b, body, timeoutMs,
+      maxOutputBytes: cap, onStdout, onStderr, cancelKey, direct });
     p.then(() => this.#inFlight--, () => this.#inFlight--);
     return p;
   }

@@ -13,7 +13,8 @@ const IDLE_MS = 120 * 1000; // past this without a call, the pool holds nothing
 
 class Pool {
   /** start(kind): submits one prewarm box with the options the public
-   * fields say now, returning { parkKey, key, kind, backstopAt } or null. */
+   * fields say now, returning { parkKey, parked, key, kind, backstopAt }
+   * (parked: the engine's handle on the box, binding.parkBox) or null. */
   constructor(start, idleMs = IDLE_MS) {
     this.start = start;
     this.idleMs = idleMs;
@@ -71,7 +72,7 @@ class Pool {
   #drop(box) {
     const i = this.ready.indexOf(box);
     if (i >= 0) this.ready.splice(i, 1);
-    binding.dropParked(box.parkKey);
+    binding.dropParked(box.parked);
   }
 
   /** The session is closing: its group's cancel kills the boxes. */

@@ -9,7 +9,7 @@ const path = require("path");
 const crypto = require("crypto");
 const { ASYNC_DISPOSE } = require("./dispose");
 const binding = require("./binding");
-const { startBox } = require("./engine");
+const { startBox, parkBox, claimBox, startKernel } = require("./engine");
 const { normalizeOptions, normalizeCallOptions, signalOption, describe } = require("./options");
 const { checkHostSource, within } = require("./mounts");
 const { findKern, openKern, boxName, boxArgv, envFileContent, DEPS_DIR } = require("./kern");
@@ -185,7 +185,7 @@ class Sandbox {
       // path (say one under ~/.ssh) never gets directories created in it.
       : checkHostSource(o.workspace, "workspace");
     const own = o.workspace === null;
-    const held = { kernFd: -1, rootfd: -1 };
+    const held = { kernHandle: null, root: null };
     let st;
     try {
       for (const m of o.mounts) {
@@ -199,18 +199,18 @@ class Sandbox {
       if (within(this.#kern, ws))
         throw sandboxError("ERR_SANDBOX_INVALID_OPTION", `the kern binary ${JSON.stringify(this.#kern)} lies inside the ` +
           "workspace, where a box could replace it");
-      held.kernFd = openKern(this.#kern);
+      held.kernHandle = openKern(this.#kern);
       held.initDir = this.#engine === "init" ? init.initDir(os.tmpdir()) : null;
       try {
-        held.rootfd = binding.wsOpen(ws, own);
-        const watch = o.trackFiles ? binding.wsWatch(held.rootfd) : null;
+        held.root = binding.wsOpen(ws, own);
+        const watch = o.trackFiles ? binding.wsWatch(held.root) : null;
         st = new Session({ ws, ownWs: own, ...held, watch, tmpdir: os.tmpdir() });
       } catch (e) {
         throw sandboxErrorFromSystem(`cannot open the workspace ${JSON.stringify(ws)}`, e);
       }
     } catch (e) {
-      if (held.rootfd >= 0) binding.wsClose(held.rootfd);
-      if (held.kernFd >= 0) binding.wsClose(held.kernFd);
+      if (held.root !== null) binding.wsClose(held.root);
+      if (held.kernHandle !== null) binding.wsClose(held.kernHandle);
       if (own) await fs.promises.rmdir(ws).catch(() => {});
       throw e;
     }
@@ -366,23 +366,23 @@ class Sandbox {
       initDir: st.initDir,
     });
     const parkKey = newCancelKey();
-    // A box that waits for an argv shares its channel: the call that takes
-    // it writes the argv there itself (#spawn). (Bench switch js-writes off:
-    // none is shared, and the engine's thread sends every claim's argv.)
-    const terms = { earlyCap: -1, spec: null, parkKey, claimKey: 0, run: null,
-      resultMax: resultMax(o), kernelKey: 0, shareChannel: kind !== "python" && !JS_WRITES_OFF };
-    let done;
+    let started;
     try {
-      done = startBox(st, { kern: this.#kern, argv, enforceLimits: o.enforceLimits, envFile,
+      // A box that waits for an argv shares its channel: the call that takes
+      // it writes the argv there itself (#spawn). (Bench switch js-writes
+      // off: none is shared, and the engine's thread sends every claim's argv.)
+      started = parkBox(st, { kern: this.#kern, argv, enforceLimits: o.enforceLimits, envFile,
         stopArgv: [this.#kern, "stop", name], timeoutMs: timeoutS * 1000,
-        maxOutputBytes: o.maxOutputBytes, terms });
+        maxOutputBytes: o.maxOutputBytes, init: { earlyCap: -1, resultMax: resultMax(o), run: null } },
+      { parkKey, shareChannel: kind !== "python" && !JS_WRITES_OFF });
     } catch {
       return null; // the engine is shutting down (process.exit): no box ahead, calls start cold
     }
+    const { channel, done } = started;
     st.trackParked(done);
-    const box = { parkKey, kind, key: this.#poolKey(o, flagsKey, envFile),
-      backstopAt: Date.now() + (Math.ceil(timeoutS) + 5) * 1000,
-      channel: terms.channelFd ?? -1, done };
+    // channel: the handle still holds this thread's copy of the box's channel.
+    const box = { parkKey, parked: started.parked, kind, key: this.#poolKey(o, flagsKey, envFile),
+      backstopAt: Date.now() + (Math.ceil(timeoutS) + 5) * 1000, channel, done };
     // Ours until a call sends on it, or the box ends (claimed, dropped, died).
     done.then(() => closeChannel(box), () => closeChannel(box));
     return box;
@@ -442,25 +442,25 @@ class Sandbox {
       if (signal !== null && signal.aborted) throw abortError(signal);
       // The in-box init's terms: settle at its report when kern's cap byte
       // is known, and run in a prewarmed box started with these very options.
-      let terms = null;
+      let initTerms = null;
       let ready = null; // the prewarmed box the call takes, if any
+      let claim = null; // then the claim's own terms: { claimOnly, spec, begun }
       if (withInit) {
         // (By image too: the double answers by its image name; a real kern
         // answers the same for all, and one more box per image learns it.)
-        terms = { earlyCap: o.memoryMb === null ? 0 : (capBytes.get(capKey) ?? -1),
-          spec: null, parkKey: 0, claimKey: 0, capKey, run: viaInterp ? run : null,
-          resultMax: resultMax(o), kernelKey: 0 };
+        initTerms = { earlyCap: o.memoryMb === null ? 0 : (capBytes.get(capKey) ?? -1),
+          resultMax: resultMax(o), run: viaInterp ? run : null };
         ready = kind === null || isSetup || cold ? null
           : st.pool.take(kind, poolKey, (Math.ceil(timeoutS) + 5) * 1000);
         if (ready !== null) {
-          terms.claimKey = ready.parkKey;
+          claim = { claimOnly: false, spec: null, begun: null };
           if (kind === "python") {
             // Its RUN goes out when the engine takes the box over; a box
             // gone by then never saw the code, and the call runs cold.
-            terms.run = run;
-            terms.claimOnly = true;
+            initTerms.run = run;
+            claim.claimOnly = true;
           } else {
-            sendSpec(ready, command, terms, st.watch);
+            sendSpec(ready, command, claim, st.watch);
           }
         }
       }
@@ -471,7 +471,7 @@ class Sandbox {
       // The box may be waiting for this thread's CPU meanwhile (a socket's
       // wakeup is a sync one): the less JS and conversion here, the sooner
       // it runs.
-      const adopting = terms !== null && terms.claimOnly === true;
+      const adopting = claim !== null && claim.claimOnly;
       let compileBoot = null; // starts the boot's compile once this call settles
       let argv = NOTHING;
       let stopArgv = null;
@@ -495,9 +495,10 @@ class Sandbox {
       try {
         // One native call: the engine scans the workspace before and after
         // the box on its own thread, spawns, supervises and kills.
-        raw = await startBox(st, { kern: this.#kern, argv, enforceLimits: o.enforceLimits,
+        const spec = { kern: this.#kern, argv, enforceLimits: o.enforceLimits,
           envFile, stopArgv, timeoutMs: timeoutS * 1000, maxOutputBytes: o.maxOutputBytes,
-          onStdout: o.onStdout, onStderr: o.onStderr, watch: st.watch, cancelKey, terms });
+          onStdout: o.onStdout, onStderr: o.onStderr, watch: st.watch, cancelKey, init: initTerms };
+        raw = await (ready !== null ? claimBox(st, ready.parked, spec, claim) : startBox(st, spec));
       } catch (e) {
         if (signal !== null && signal.aborted) throw abortError(signal);
         if (e.code === "ECANCELED")
@@ -518,8 +519,8 @@ class Sandbox {
         if (parked === null || !parked.taken) return null;
         raw = parked;
       }
-      if (terms !== null && o.memoryMb !== null && raw.startedCount >= 2 && !raw.settledEarly)
-        capBytes.set(terms.capKey, startedByte(raw, 1)); // a fact of this host and kern
+      if (initTerms !== null && o.memoryMb !== null && raw.startedCount >= 2 && !raw.settledEarly)
+        capBytes.set(capKey, startedByte(raw, 1)); // a fact of this host and kern
       // A prewarmed box that ended before it took the call (it died while
       // it waited) never ran it: the call runs cold instead.
       if (raw.prewarmed && !raw.taken && !(signal !== null && signal.aborted)) return null;
@@ -611,7 +612,7 @@ class Sandbox {
     else if (ArrayBuffer.isView(data)) buf = Buffer.from(data.buffer, data.byteOffset, data.byteLength);
     else buf = Buffer.from(String(data), "utf8");
     try {
-      await st.withRoot((fd) => binding.wsWriteFile(fd, p, buf));
+      await st.withRoot((root) => binding.wsWriteFile(root, p, buf));
     } catch (e) {
       throw sandboxErrorFromSystem(`cannot write ${JSON.stringify(rel)}`, e);
     }
@@ -625,7 +626,7 @@ class Sandbox {
     const st = this.#session();
     const p = checkRelPath(rel);
     try {
-      return await st.withRoot((fd) => binding.wsReadFile(fd, p, maxBytes));
+      return await st.withRoot((root) => binding.wsReadFile(root, p, maxBytes));
     } catch (e) {
       if (e.code === "EFBIG" && maxBytes < READ_MAX)
         throw sandboxErrorFromSystem(`cannot read ${JSON.stringify(rel)}: it is larger than ` +
@@ -641,7 +642,7 @@ class Sandbox {
     const p = checkRelPath(subdir || "", { allowRoot: true, what: "subdir" });
     let entries;
     try {
-      entries = await st.withRoot((fd) => binding.wsList(fd, p));
+      entries = await st.withRoot((root) => binding.wsList(root, p));
     } catch (e) {
       // As in 0.1.1, a directory that is not there (yet) has no files: a
       // missing path, or one that runs into a file. A symlink is still an
@@ -705,11 +706,11 @@ class Sandbox {
     });
     const ready = claim && st.pool !== null
       ? st.pool.take("python", this.#poolKey(o, flagsKey, envFile), 3600 * 1000) : null;
-    const terms = { earlyCap: -1, spec: null, parkKey: 0, claimKey: ready !== null ? ready.parkKey : 0,
-      run: null, resultMax: resultMax(o), kernelKey: key };
-    const box = startBox(st, { kern: this.#kern, argv, enforceLimits: o.enforceLimits, envFile,
+    const box = startKernel(st, { kern: this.#kern, argv, enforceLimits: o.enforceLimits, envFile,
       stopArgv: [this.#kern, "stop", name], timeoutMs: KERNEL_BACKSTOP_S * 1000,
-      maxOutputBytes: o.maxOutputBytes, cancelKey: key, terms });
+      maxOutputBytes: o.maxOutputBytes, cancelKey: key,
+      init: { earlyCap: -1, resultMax: resultMax(o), run: null } },
+    { kernelKey: key, claim: ready !== null ? ready.parked : null });
     st.trackParked(box, { runsCode: true });
     // The pool refills once the kernel is up: a box started meanwhile would
     // take the CPU the kernel's start needs.
@@ -728,47 +729,48 @@ class Sandbox {
   snapshot(dest) {
     const st = this.#session();
     snapshots.requireOptIn();
-    snapshots.snapshot(st.rootfd, st.ws, dest);
+    snapshots.snapshot(st.root, st.ws, dest);
   }
 
   /** Extracts a checkpoint into the workspace, vetting every member first. */
   restore(src) {
     const st = this.#session();
     snapshots.requireOptIn();
-    snapshots.restore(st.rootfd, src);
+    snapshots.restore(st.root, src);
   }
 }
 
 const NOTHING = Object.freeze([]);
 
 /** Sends a claim's argv to the waiting box's channel from this thread
- * (binding.claimSend builds the frame and closes this thread's copy of
- * the channel): the box starts the call before the engine's thread has
+ * (binding.claimSend builds the frame and closes the parked handle's copy
+ * of the channel): the box starts the call before the engine's thread has
  * even woken, and the rest of the call's setup runs meanwhile. The call's
  * change tracking (watch) begins first, here, for the workload may write
  * before the engine wakes: when the tracker cannot begin at once (events
  * still to read), the engine sends the frame after its own begin. What
  * could not be sent (none, if the box has gone) goes to the engine in
- * terms.spec. */
-function sendSpec(box, command, terms, watch) {
-  const fd = box.channel;
-  box.channel = -1;
-  const begun = fd >= 0 && watch !== null ? binding.watchBegin(watch) : null;
-  if (begun !== null) terms.begun = begun;
+ * claim.spec. */
+function sendSpec(box, command, claim, watch) {
+  const channel = box.channel;
+  box.channel = false;
+  const begun = channel && watch !== null ? binding.watchBegin(watch) : null;
+  if (begun !== null) claim.begun = begun;
   let unsent = -1;
-  if (fd >= 0 && (watch === null || begun !== null)) unsent = binding.claimSend(fd, command);
-  else if (fd >= 0) binding.wsClose(fd);
+  if (channel && (watch === null || begun !== null)) unsent = binding.claimSend(box.parked, command);
+  else if (channel) binding.wsClose(box.parked);
   if (unsent === 0) {
-    terms.claimOnly = true; // the box has the argv: the call is that box's or none
+    claim.claimOnly = true; // the box has the argv: the call is that box's or none
     return;
   }
   const frame = init.specFrame(command);
-  terms.spec = unsent > 0 ? frame.subarray(frame.length - unsent) : frame;
+  claim.spec = unsent > 0 ? frame.subarray(frame.length - unsent) : frame;
 }
 
+/** Closes this thread's copy of a parked box's channel, if it still has it. */
 function closeChannel(box) {
-  if (box.channel >= 0) binding.wsClose(box.channel);
-  box.channel = -1;
+  if (box.channel) binding.wsClose(box.parked);
+  box.channel = false;
 }
 
 /** A public field's value as it is now: arrays and plain objects copied

@@ -43,12 +43,14 @@ function rmdirQuiet(dir) {
 
 class Session {
   /** ws: the workspace's real path; ownWs: created by open(), removed at
-   * close(); rootfd, kernFd: held descriptors; watch: the engine's watch. */
-  constructor({ ws, ownWs, rootfd, kernFd, watch, tmpdir, initDir = null }) {
+   * close(); root, kernHandle: the engine's handles on the workspace and on
+   * kern (binding.wsOpen, kernOpen; null once closed); watch: the engine's
+   * watch. */
+  constructor({ ws, ownWs, root, kernHandle, watch, tmpdir, initDir = null }) {
     this.ws = ws;
     this.ownWs = ownWs;
-    this.rootfd = rootfd;
-    this.kernFd = kernFd;
+    this.root = root;
+    this.kernHandle = kernHandle;
     this.watch = watch;
     this.tmpdir = tmpdir; // for the env-file fallback, fixed when the session opens
     this.initDir = initDir; // the in-box init's private directory (lib/init.js), or null
@@ -59,10 +61,10 @@ class Session {
     this.group = nextGroup++;
     this.live = true; // calls may still start (the setup box included)
     this.ready = false; // setup is done: open() has resolved
-    this.busy = 0; // operations using rootfd: it outlives them
+    this.busy = 0; // operations using root: it outlives them
     this.inflight = new Set(); // their promises, which teardown waits for
     this.kernEnvs = new Map(); // kern's environment by enforceLimits
-    this.closing = false; // the tree is gone: rootfd closes once idle
+    this.closing = false; // the tree is gone: root closes once idle
     this.tornDown = null;
   }
 
@@ -76,14 +78,14 @@ class Session {
     return env;
   }
 
-  /** Runs fn(rootfd) with the descriptor held open for it: closing it early
-   * would let the number be reused for an unrelated directory. A call that
+  /** Runs fn(root) with the workspace's handle held open for it (a closed
+   * handle fails with EBADF). A call that
    * starts once teardown has begun is refused: the workspace is going. */
   async withRoot(fn, { teardown = false } = {}) {
     if (!this.live && !teardown)
       throw sandboxError("ERR_SANDBOX_CLOSED", "the Sandbox was closed before this call could run");
     this.busy++;
-    const p = (async () => fn(this.rootfd))();
+    const p = (async () => fn(this.root))();
     this.inflight.add(p);
     try {
       return await p;
@@ -153,8 +155,8 @@ class Session {
       // write in it. Anything else goes beneath the held descriptor, never
       // following a link a box planted, on a worker thread (a box can leave
       // millions of entries), then the directory itself.
-      if (this.ownWs && this.rootfd >= 0 && !rmdirQuiet(this.ws)) {
-        await this.withRoot((fd) => binding.wsRemoveTree(fd), { teardown: true }).catch(() => {});
+      if (this.ownWs && this.root !== null && !rmdirQuiet(this.ws)) {
+        await this.withRoot((root) => binding.wsRemoveTree(root), { teardown: true }).catch(() => {});
         rmdirQuiet(this.ws); // one that fails leaves the workspace in place
       }
       await parkedGone;
@@ -172,20 +174,20 @@ class Session {
   }
 
   closeKern() {
-    if (this.kernFd >= 0) binding.wsClose(this.kernFd);
-    this.kernFd = -1;
+    if (this.kernHandle !== null) binding.wsClose(this.kernHandle);
+    this.kernHandle = null;
   }
 
   #releaseRootIfIdle() {
-    if (this.closing && this.busy === 0 && this.rootfd >= 0) {
+    if (this.closing && this.busy === 0 && this.root !== null) {
       // A workspace the session removed goes with its last descriptor, on a
       // thread of its own: freeing its blocks can wait on the disk (a
       // discard, -o discard) behind kern's teardown writes, and the JS
       // thread must not. A caller's own workspace stays: closing its
       // descriptor frees nothing.
-      if (this.ownWs) binding.wsCloseLater(this.rootfd);
-      else binding.wsClose(this.rootfd);
-      this.rootfd = -1;
+      if (this.ownWs) binding.wsCloseLater(this.root);
+      else binding.wsClose(this.root);
+      this.root = null;
     }
   }
 }

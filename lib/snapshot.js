@@ -20,7 +20,7 @@ function checkHostPath(p, what) {
     throw sandboxError("ERR_SANDBOX_INVALID_ARG", `${what} must be a host path string, got ${JSON.stringify(p)}`);
 }
 
-function snapshot(rootfd, ws, dest) {
+function snapshot(root, ws, dest) {
   checkHostPath(dest, "snapshot dest");
   const abs = path.resolve(dest);
   let dir;
@@ -36,7 +36,7 @@ function snapshot(rootfd, ws, dest) {
     throw sandboxError("ERR_SANDBOX_INVALID_ARG", `snapshot dest ${JSON.stringify(dest)} lies inside the workspace; ` +
       "write it outside");
   try {
-    binding.wsSnapshot(rootfd, dir, path.basename(abs));
+    binding.wsSnapshot(root, dir, path.basename(abs));
   } catch (e) {
     if (e.syscall === "snapshot" && ["ENAMETOOLONG", "EINVAL", "EFBIG"].includes(e.code)) {
       const why = e.code === "ENAMETOOLONG"
@@ -55,12 +55,12 @@ function snapshot(rootfd, ws, dest) {
   }
 }
 
-function restore(rootfd, src) {
+function restore(root, src) {
   checkHostPath(src, "restore src");
   if (typeof binding.wsRestore !== "function")
     throw sandboxError("ERR_SANDBOX_NOT_SUPPORTED", "restore is not available in this build");
   try {
-    binding.wsRestore(rootfd, src);
+    binding.wsRestore(root, src);
   } catch (e) {
     if (e.reason) {
       const member = e.member ? ` (member ${JSON.stringify(e.member)})` : "";

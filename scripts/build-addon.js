@@ -41,25 +41,30 @@ if (!nodedir) {
 }
 
 // --debug builds the ASan + UBSan flavour into build/Debug, --tsan the
-// ThreadSanitizer flavour into build/Tsan, next to the release build: each
-// configures and builds without cleaning. node-gyp's build knows only Debug
-// and Release, so the Tsan configuration (binding.gyp) is built by make.
-const debug = process.argv.includes("--debug");
-const tsan = process.argv.includes("--tsan");
-if (debug && tsan) {
-  console.error("kern-sandbox: --debug and --tsan are two builds; ask for one at a time");
+// ThreadSanitizer flavour into build/Tsan, --test the flavour npm test loads
+// (the Release build plus the tests' natives, csrc/napi/testing.c) into
+// build/Test, next to the release build: each configures and builds without
+// cleaning. node-gyp's build knows only Debug and Release, so the Tsan and
+// Test configurations (binding.gyp) are built by make.
+const flags = ["--debug", "--tsan", "--test"];
+const chosen = flags.filter((f) => process.argv.includes(f));
+if (chosen.length > 1) {
+  console.error(`kern-sandbox: ${chosen.join(" and ")} are separate builds; ask for one at a time`);
   process.exit(2);
 }
-const extra = process.argv.slice(2).filter((a) => a !== "--debug" && a !== "--tsan");
+const extra = process.argv.slice(2).filter((a) => !flags.includes(a));
 const [cmd, ...pre] = findNodeGyp();
 const root = path.resolve(__dirname, "..");
+const configure = [cmd, [...pre, "configure", `--nodedir=${nodedir}`, ...extra]];
+const byMake = (type) => [process.env.MAKE || "make",
+  ["-C", "build", `BUILDTYPE=${type}`, `-j${require("os").cpus().length}`]];
 let steps;
-if (tsan) {
-  steps = [[cmd, [...pre, "configure", `--nodedir=${nodedir}`, ...extra]],
-    [process.env.MAKE || "make", ["-C", "build", "BUILDTYPE=Tsan", `-j${require("os").cpus().length}`]]];
-} else if (debug) {
-  steps = [[cmd, [...pre, "configure", `--nodedir=${nodedir}`, ...extra]],
-    [cmd, [...pre, "build", "--debug", `--nodedir=${nodedir}`, ...extra]]];
+if (chosen[0] === "--tsan") {
+  steps = [configure, byMake("Tsan")];
+} else if (chosen[0] === "--test") {
+  steps = [configure, byMake("Test")];
+} else if (chosen[0] === "--debug") {
+  steps = [configure, [cmd, [...pre, "build", "--debug", `--nodedir=${nodedir}`, ...extra]]];
 } else {
   steps = [[cmd, [...pre, "rebuild", `--nodedir=${nodedir}`, ...extra]]];
 }

@@ -17,6 +17,8 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 
 node scripts/build-addon.js --tsan >/dev/null || exit 1
+# The Node children of the run load the Test build (lib/binding.js).
+node scripts/build-addon.js --test >/dev/null || exit 1
 
 logs=$(mktemp -d "${TMPDIR:-/tmp}/ks-tsan-XXXXXX")
 # Some children run as an unprivileged user (C13) and log here too.

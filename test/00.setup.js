@@ -8,6 +8,12 @@ const assert = require("assert");
 const fs = require("fs");
 const path = require("path");
 const { spawn } = require("child_process");
+
+// The suite runs on the Test build of the addon (the release build plus the
+// natives its census reads, csrc/napi/testing.c; npm test builds it first),
+// unless a sanitizer run chose its own build. Set before anything loads the
+// addon, and inherited by every Node child the tests start.
+if (!process.env.KERN_SANDBOX_BUILD) process.env.KERN_SANDBOX_BUILD = "Test";
 const h = require("./lib/harness");
 
 // Loaded when first needed, as the suite's other uses of the package are.

@@ -32,7 +32,7 @@ const PROBE = `
   const claimSend = binding.claimSend;
   binding.claimSend = (...a) => (claims++, claimSend(...a));
   const kernelCell = binding.kernelCell;
-  binding.kernelCell = (...a) => (a[11] === true && directs++, kernelCell(...a));
+  binding.kernelCell = (opts) => (opts.direct === true && directs++, kernelCell(opts));
   (async () => {
     const out = { calls: [] };
     // js-writes: a claimed exec box's argv (claimSend), a kernel's cells (direct).

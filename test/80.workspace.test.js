@@ -351,12 +351,12 @@ describe("workspace I/O against a hostile workspace", function () {
     ];
     const { mine, fb } = await bothModes(sbx, ws, ops);
     for (const r of [...mine, ...fb]) assert.ok(r.ms < h.jsBound(100, 10), `a call took ${r.ms} ms`);
-    const fd = binding.wsOpen(ws, false);
+    const root = binding.wsOpen(ws, false);
     try {
       for (const p of ["fifo", "sock", "dev"])
-        await assert.rejects(binding.wsList(fd, p), { code: "ENOTDIR" }, `the engine lists ${p}`);
+        await assert.rejects(binding.wsList(root, p), { code: "ENOTDIR" }, `the engine lists ${p}`);
     } finally {
-      binding.wsClose(fd);
+      binding.wsClose(root);
     }
     assert.ok(fs.lstatSync(path.join(ws, "fifo")).isFIFO(), "the FIFO is still a FIFO");
 
@@ -533,7 +533,7 @@ describe("workspace I/O against a hostile workspace", function () {
     const names = list.map((e) => (Buffer.isBuffer(e.path) ? `buf:${e.path.toString("hex")}` : e.path));
     assert.deepStrictEqual(names.sort(), [max, "a\nb", "a\uFFFD", "buf:726177ff", "folded", name255].sort());
     // Defence in depth: the native layer alone refuses the same strings.
-    const fd = binding.wsOpen(ws, false);
+    const root = binding.wsOpen(ws, false);
     try {
       const native = [
         ["..", "EINVAL"], ["a/../../x", "EINVAL"], ["/abs", "EINVAL"], ["a\0b", "EINVAL"],
@@ -541,8 +541,8 @@ describe("workspace I/O against a hostile workspace", function () {
         ["n".repeat(256), "ENAMETOOLONG"], [tooLong, "ENAMETOOLONG"],
       ];
       for (const [p, code] of native) {
-        for (const call of [() => binding.wsReadFile(fd, p, 100),
-          () => binding.wsWriteFile(fd, p, Buffer.from("x"))]) {
+        for (const call of [() => binding.wsReadFile(root, p, 100),
+          () => binding.wsWriteFile(root, p, Buffer.from("x"))]) {
           await assert.rejects(call(), (e) => {
             assert.strictEqual(e.code, code, JSON.stringify(p));
             assert.strictEqual(e.errno, -ERRNO[code]);
@@ -551,9 +551,9 @@ describe("workspace I/O against a hostile workspace", function () {
           });
         }
       }
-      await assert.rejects(binding.wsList(fd, "../x"), { code: "EINVAL", syscall: "path" });
+      await assert.rejects(binding.wsList(root, "../x"), { code: "EINVAL", syscall: "path" });
     } finally {
-      binding.wsClose(fd);
+      binding.wsClose(root);
     }
     assert.ok(!fs.existsSync(path.join(path.dirname(ws), "x")));
   });
@@ -580,15 +580,18 @@ describe("workspace I/O against a hostile workspace", function () {
     "(wsCloseLater): the workspace is gone when close() resolves, the descriptor soon after, " +
     "and only a descriptor the addon holds is closed", async function () {
     const { watchClosesSettled } = require("../lib/census");
-    // wsCloseLater refuses what the addon does not hold: it never closes a
-    // number that meanwhile names something else of the program's.
+    // wsCloseLater takes a workspace handle, never a number (which may name
+    // something else of the program's), and closes a handle once.
     const other = fs.openSync(__filename, "r");
     try {
-      assert.strictEqual(binding.wsCloseLater(other), false);
+      assert.throws(() => binding.wsCloseLater(other), { name: "TypeError", code: "ERR_INVALID_ARG_TYPE" });
       assert.ok(fs.fstatSync(other).isFile(), "positive control: the program's file is still open");
     } finally {
       fs.closeSync(other);
     }
+    const mine = binding.wsOpen(h.tmpDir("close-later-"), false);
+    assert.strictEqual(binding.wsCloseLater(mine), true);
+    assert.strictEqual(binding.wsCloseLater(mine), false, "a closed handle closes nothing");
     const before = await h.settledFds();
     // The descriptors that name a temporary workspace (s.workspace stays
     // null for one, as in 0.1.1).
@@ -602,8 +605,8 @@ describe("workspace I/O against a hostile workspace", function () {
     const s = await new Sandbox({ prewarm: 0 }).open();
     const orig = binding.wsCloseLater;
     const later = [];
-    binding.wsCloseLater = function (fd) {
-      const r = orig.call(this, fd);
+    binding.wsCloseLater = function (root) {
+      const r = orig.call(this, root);
       later.push(r);
       return r;
     };

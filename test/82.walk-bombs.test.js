@@ -174,7 +174,7 @@ describe("A25: walk bombs", function () {
     // Under ASan, freed blocks stay resident in its quarantine (256 MiB by
     // default) before reuse: the walk's own bound plus that. Under TSan,
     // each byte the walk touches also has 2 bytes of shadow: 3 times it.
-    const bound = { Release: boundMiB, Debug: boundMiB + 256, Tsan: 3 * boundMiB }[h.addonFlavour] * MiB;
+    const bound = { Release: boundMiB, Test: boundMiB, Debug: boundMiB + 256, Tsan: 3 * boundMiB }[h.addonFlavour] * MiB;
     assert.ok(over.grew < bound, `the refused walk grew RSS by ${mib(over.grew)} MiB`);
   }
 

@@ -1,5 +1,5 @@
 // The private contract between lib/ and the native addon
-// (build/Release/kern_sandbox.node). Not part of the public API.
+// (build/<flavour>/kern_sandbox.node). Not part of the public API.
 
 /** What one box did, as the engine saw it. */
 /** Its fields are those of csrc/napi/raw-result.h (RAW_RESULT_FIELDS; test/16 checks them). */
@@ -49,7 +49,7 @@ export interface RawRunResult {
   claimed: boolean;
   /** A claimed box's init or interpreter took the call (TAKEN): without it the call never ran there. */
   taken: boolean;
-  /** A claim that brought no box of its own (InitTerms.claimOnly) found no
+  /** A claim that brought no box of its own (ClaimOptions.claimOnly) found no
    * parked box to take over: nothing ran in this box; the parked box's own
    * result (its taken) says whether the call ran there. */
   missed: boolean;
@@ -59,28 +59,67 @@ export interface RawRunResult {
   resultsDropped: boolean;
 }
 
-/** The in-box init's terms of run() (null: the workload is the box's command). */
+/** The in-box init's terms (BoxOptions.init). */
 export interface InitTerms {
   /** >= 0: settle at the init's report with this as kern's cap byte; -1: wait for kern's exit. */
   earlyCap: number;
-  /** A SPEC frame for a claimed --wait box, or null. */
-  spec: Buffer | null;
-  /** Nonzero: start and park this prewarm box under the key. */
-  parkKey: number;
-  /** Nonzero: run in the parked box of this key if it is still there. */
-  claimKey: number;
-  /** The RUN of an --interp box: the code, whether to collect rich results. */
-  run: { code: Buffer; results: boolean } | null;
   /** Bytes of rich results kept. */
   resultMax: number;
-  /** Nonzero: a kernel box, whose cells kernelCell() names by this key. */
-  kernelKey: number;
-  /** A prewarm box's channel is made here and a copy of the host's end is
-   * the caller's, in channelFd (set by run()): claimSend() writes a claim's
-   * argv there and closes it; wsClose() closes it unused. */
+  /** The RUN of an --interp box once it is taken: the code, whether to collect rich results. */
+  run?: { code: Buffer; results: boolean } | null;
+}
+
+/** What every box entry point takes (csrc/napi/request.c): one object,
+ * each field required unless marked optional (undefined and null are
+ * absent); a missing or wrong one is a TypeError naming the entry point and
+ * the field, a number out of range a RangeError. */
+export interface BoxOptions {
+  /** kern's path (for errors, and exec'd when no kernHandle is given). */
+  kern: string;
+  /** The session's kern, held open (kernOpen) and executed through its descriptor. */
+  kernHandle?: KernHandle | null;
+  /** kern's argv ([] for a claim that brings no box of its own). */
+  argv: string[];
+  /** kern's own environment. */
+  env: string[];
+  /** The workload's env file (kern --env-file), or none. */
+  envData?: Buffer | null;
+  /** Where an env file may go if memfd is missing. */
+  tmpdir: string;
+  /** `kern stop NAME`, run after a timeout, or none. */
+  stopArgv?: string[] | null;
+  timeoutMs: number;
+  maxOutputBytes: number;
+  onStdout?: ((chunk: Buffer) => void) | null;
+  onStderr?: ((chunk: Buffer) => void) | null;
+  /** The session's change tracking (wsWatch), or none. */
+  watch?: WsWatch | null;
+  /** The session's group (cancelGroup kills every box of it); 0 or absent: none. */
+  group?: number;
+  /** cancelGroup(cancelKey) kills this box alone (a call's AbortSignal); 0 or absent for none.
+   * Keys and groups share one number space (lib/session.js). */
+  cancelKey?: number;
+  /** The in-box init's terms; absent (startBox only): the workload is the box's command. */
+  init?: InitTerms | null;
+}
+
+/** parkBox's options. */
+export interface ParkOptions extends BoxOptions {
+  init: InitTerms;
+  /** The key the box is parked under (nonzero; a cancel key's number space). */
+  parkKey: number;
+  /** The box's channel is made here and a copy of the host's end stays in
+   * the parked handle: claimSend() writes a claim's argv there and closes
+   * it; wsClose(parked) closes it unused. */
   shareChannel?: boolean;
-  /** Set by run() with shareChannel: the caller's copy of the channel, or absent. */
-  channelFd?: number;
+}
+
+/** claimBox's options. */
+export interface ClaimOptions extends BoxOptions {
+  init: InitTerms;
+  /** What of the SPEC frame the caller could not send (claimSend), or all of it; none for a
+   * Python claim (its init.run goes out when the box is taken over). */
+  spec?: Buffer | null;
   /** A claim that brings no box of its own: its whole spec went through
    * claimSend() already, or it claims a Python box, whose RUN goes out when
    * the box is taken over. With no parked box to take over, it settles
@@ -88,9 +127,26 @@ export interface InitTerms {
    * empty: they are never used). */
   claimOnly?: boolean;
   /** The call's change tracking, begun by the caller (watchBegin) before it
-   * sent the claim's argv itself: run() takes it over. */
-  begun?: BegunWatchCall;
+   * sent the claim's argv itself: of opts.watch; the box takes it over. */
+  begun?: BegunWatchCall | null;
 }
+
+/** startKernel's options. */
+export interface KernelOptions extends BoxOptions {
+  init: InitTerms;
+  /** The kernel's key, by which kernelCell() names it (nonzero). */
+  kernelKey: number;
+  /** A parked Python box to take over if it is still there, else the box starts cold. */
+  claim?: ParkedBox | null;
+}
+
+/** The handles the addon gives in the place of descriptor numbers (csrc/napi/handle.h):
+ * type-tagged objects that show nothing; a handle of another kind, or anything else, is a
+ * TypeError naming the kind expected, and a closed one a SystemError EBADF. */
+export interface WorkspaceHandle { readonly __handle: "workspace" }
+export interface KernHandle { readonly __handle: "kern" }
+/** A parked prewarm box: its park key and, with shareChannel, this thread's copy of its channel. */
+export interface ParkedBox { readonly __handle: "parked" }
 
 /** A call's workspace change tracking begun on the calling thread (watchBegin). */
 export interface BegunWatchCall {
@@ -144,65 +200,59 @@ export const STARTED_FD: 3;
 export const ENV_FD: 4;
 
 /**
- * Spawns kern on the supervisor thread and settles when the box is over.
+ * A cold box: spawns kern on the supervisor thread and settles when the box is over.
  * Rejects with a SystemError when kern cannot be started (execve, EMFILE...).
  */
-export function run(
-  kernPath: string,
-  argv: string[],
-  kernEnv: string[],
-  envFile: Buffer | null,
-  tmpdir: string,
-  stopArgv: string[] | null,
-  timeoutMs: number,
-  maxOutputBytes: number,
-  onStdout: ((chunk: Buffer) => void) | null,
-  onStderr: ((chunk: Buffer) => void) | null,
-  watch: WsWatch | null,
-  group: number,
-  /** The session's kern, held open (kernOpen) and executed by descriptor; null execs kernPath. */
-  kernFd: number | null,
-  /** cancelGroup(cancelKey) kills this box alone (a call's AbortSignal); 0 for none. Keys and
-   * groups share one number space (lib/session.js). */
-  cancelKey: number,
-  init: InitTerms | null,
-): Promise<RawRunResult>;
+export function startBox(opts: BoxOptions): Promise<RawRunResult>;
+/**
+ * A prewarm box, started and parked under opts.parkKey until a claim takes it over (done then
+ * settles with `claimed`) or it is dropped, killed with its group, or dies. done holds nothing on
+ * the event loop. channel: whether parked holds a copy of the box's channel (shareChannel, and
+ * one could be made).
+ */
+export function parkBox(opts: ParkOptions): { parked: ParkedBox; channel: boolean; done: Promise<RawRunResult> };
+/** A call in the parked box if it is still there (prewarmed), else cold (or `missed`, with claimOnly). */
+export function claimBox(parked: ParkedBox, opts: ClaimOptions): Promise<RawRunResult>;
+/** A kernel's box (an --interp box whose cells kernelCell() sends), in opts.claim if it is still parked. */
+export function startKernel(opts: KernelOptions): Promise<RawRunResult>;
 
 /**
  * One message to a kernel box's interpreter (csrc/napi/cell.c): its start ("kernel": a = mode,
  * b = checkpoints), a cell ("cell": a = resultMax, b = 1 for rich results, body = the code) or a
  * rollback ("rollback": a = n). direct: no other message of this kernel is under way, so the
- * calling thread may send it itself.
+ * calling thread may send it itself. Options as BoxOptions: a wrong field is a TypeError.
  */
-export function kernelCell(
-  kernelKey: number, id: number, type: "kernel" | "cell" | "rollback", a: number, b: number,
-  body: Buffer | null, timeoutMs: number, cap: number,
-  onStdout: ((chunk: Buffer) => void) | null, onStderr: ((chunk: Buffer) => void) | null,
-  cancelKey: number, direct: boolean,
-): Promise<RawCellResult>;
+export function kernelCell(opts: {
+  kernelKey: number; id: number; type: "kernel" | "cell" | "rollback"; a: number; b: number;
+  body?: Buffer | null; timeoutMs: number; maxOutputBytes: number;
+  onStdout?: ((chunk: Buffer) => void) | null; onStderr?: ((chunk: Buffer) => void) | null;
+  cancelKey?: number; direct?: boolean;
+}): Promise<RawCellResult>;
+
+/** What the environment's teardown does, now (process.exit, an uncaught exception): kills and
+ * reaps every box, removes the workspaces sessions created, closes every handle. */
+export function shutdown(): void;
+/** The host's kernel features the engine probed (doctor). */
+export function hostFeatures(): Record<string, unknown>;
 
 /** Recycles a parked prewarm box (if it is still parked). */
-export function dropParked(parkKey: number): void;
+export function dropParked(parked: ParkedBox): void;
 /** Holds / releases the event loop while JS waits for the end of a box whose
  * run holds nothing (a parked or kernel box it killed): lib/hold.js. */
 export function holdLoop(): void;
 export function releaseLoop(): void;
-/** Writes the SPEC frame of a claim's argv to a parked box's channel
- * (InitTerms.channelFd) without blocking, then closes that descriptor: the
- * bytes of the frame left unsent (0: all went; all of it when this is not
- * such a descriptor, the box is gone, or the frame is over 64 KiB). */
-export function claimSend(channelFd: number, argv: string[]): number;
-/** The SPEC frame of argv, as claimSend() writes it (for InitTerms.spec). */
+/** Writes the SPEC frame of a claim's argv to a parked box's channel (the
+ * copy parked holds) without blocking, then closes that copy: the bytes of
+ * the frame left unsent (0: all went; all of it when parked holds no copy
+ * any more, the box is gone, or the frame is over 64 KiB). */
+export function claimSend(parked: ParkedBox, argv: string[]): number;
+/** The SPEC frame of argv, as claimSend() writes it (for ClaimOptions.spec). */
 export function specFrame(argv: string[]): Buffer;
 /** Begins a call's change tracking on this thread, for a claim whose argv
  * the caller sends itself: null when the tracker has events still to read
- * (the engine then begins it, and sends the argv after). run() takes it
- * over through InitTerms.begun; one never taken is abandoned when collected. */
+ * (the engine then begins it, and sends the argv after). claimBox() takes
+ * it over through ClaimOptions.begun; one never taken is abandoned when collected. */
 export function watchBegin(watch: WsWatch): BegunWatchCall | null;
-/** Kerns still tearing down boxes whose calls settled, and kern stop helpers running (tests). */
-export function tailBoxes(): number;
-/** The descriptors the engine made ahead for its next box (its pipes and channel): the leak census's exception. */
-export function spareFds(): number[];
 
 /** Test switches from process.env (KERN_SANDBOX_FORCE_FALLBACK, KERN_SANDBOX_TRACKER), read
  * by lib/binding.js: the addon itself never calls getenv(). benchOff: the engine's bench
@@ -225,33 +275,28 @@ export const PROTOCOL: Readonly<{
 export function cancelGroup(group: number): void;
 /** Drops a closed session's group once all its calls have settled. */
 export function forgetGroup(group: number): void;
-/** How many cancelled groups the engine still checks (tests). */
-export function cancelledGroups(): number;
-
-/** Boxes currently supervised in this environment. */
-export function liveBoxes(): number;
 
 /** The engine's handle on a session's workspace (inotify tracker or full scans). */
 export interface WsWatch { readonly __wsWatch: unique symbol }
-export function wsWatch(rootfd: number): WsWatch;
+export function wsWatch(root: WorkspaceHandle): WsWatch;
 /** Releases the session's reference (idempotent); runs in flight keep theirs. */
 export function wsWatchClose(watch: WsWatch): Promise<void>;
 
-/** The workspace held open (O_PATH directory); with own, the environment's
+/** The workspace held open (a directory descriptor); with own, the environment's
  * teardown removes the tree if the session never closes. */
-export function wsOpen(absPath: string, own: boolean): number;
-/** The kern binary held open (O_PATH), for run()'s kernFd. */
-export function kernOpen(absPath: string): number;
-/** Closes a descriptor this addon holds (wsOpen, kernOpen); false, closing
- * nothing, once teardown has closed it (the number may be reused since). */
-export function wsClose(fd: number): boolean;
+export function wsOpen(absPath: string, own: boolean): WorkspaceHandle;
+/** The kern binary held open (O_PATH, for BoxOptions.kernHandle), with the opened file's
+ * st_mode and st_uid and whether it starts with "#!", for the caller to check the file it got. */
+export function kernOpen(absPath: string): { handle: KernHandle; mode: number; uid: number; script: boolean };
+/** Closes what a handle holds (a workspace's or kern's descriptor, a parked
+ * box's copy of its channel); false, closing nothing, once it is closed
+ * (by JS, or by the environment's teardown). */
+export function wsClose(handle: WorkspaceHandle | KernHandle | ParkedBox): boolean;
 /** As wsClose, but the close runs on a detached thread of its own (the last
  * descriptor of a removed workspace: freeing its blocks may wait on the disk). */
-export function wsCloseLater(fd: number): boolean;
-/** wsCloseLater closes not yet done, in the whole process (tests). */
-export function pendingCloses(): number;
-export function wsWriteFile(rootfd: number, rel: string, data: Buffer): Promise<void>;
-export function wsReadFile(rootfd: number, rel: string, maxBytes: number): Promise<Buffer>;
+export function wsCloseLater(root: WorkspaceHandle): boolean;
+export function wsWriteFile(root: WorkspaceHandle, rel: string, data: Buffer): Promise<void>;
+export function wsReadFile(root: WorkspaceHandle, rel: string, maxBytes: number): Promise<Buffer>;
 /** Changed files, packed: one object per file would cost the JS thread N-API calls per file. */
 export interface PackedChanges {
   /** Every path that is valid UTF-8, joined by "\0" ("" in the place of the others). */
@@ -263,10 +308,24 @@ export interface PackedChanges {
   raw: Array<Buffer | undefined> | null;
 }
 
-export function wsList(rootfd: number, subdir: string): Promise<Array<[string | Buffer, number]>>;
-export function wsRemoveTree(rootfd: number): Promise<void>;
+export function wsList(root: WorkspaceHandle, subdir: string): Promise<Array<[string | Buffer, number]>>;
+export function wsRemoveTree(root: WorkspaceHandle): Promise<void>;
 
 /** Writes destDir/destName atomically. Synchronous. */
-export function wsSnapshot(rootfd: number, destDir: string, destName: string): void;
+export function wsSnapshot(root: WorkspaceHandle, destDir: string, destName: string): void;
 /** Throws a SystemError with `reason` (and `member`) when the archive is refused. */
-export function wsRestore(rootfd: number, srcPath: string): void;
+export function wsRestore(root: WorkspaceHandle, srcPath: string): void;
+
+/* The test natives (csrc/napi/testing.c): only in the builds compiled with
+ * KS_TEST_NATIVES (Test, what npm test loads; Debug; Tsan), never in the
+ * Release build users load (test/16 checks), so undefined there. */
+/** Boxes currently supervised in this environment. */
+export const liveBoxes: (() => number) | undefined;
+/** Kerns still tearing down boxes whose calls settled, and kern stop helpers running. */
+export const tailBoxes: (() => number) | undefined;
+/** The descriptors the engine made ahead for its next box (its pipes and channel): the leak census's exception. */
+export const spareFds: (() => number[]) | undefined;
+/** How many cancelled groups the engine still checks. */
+export const cancelledGroups: (() => number) | undefined;
+/** wsCloseLater closes not yet done, in the whole process. */
+export const pendingCloses: (() => number) | undefined;

@@ -8,27 +8,28 @@
 #include "../core/workspace/wsfs.h"
 #include "addon.h"
 
-bool ks_addon_hold(napi_env env, struct ks_addon *addon, int fd, char *own_dir) {
+uint64_t ks_addon_hold(napi_env env, struct ks_addon *addon, int fd, char *own_dir) {
   if (addon->nheld == addon->held_cap) {
     size_t cap = addon->held_cap ? addon->held_cap * 2 : 16;
     struct ks_held *h = realloc(addon->held, cap * sizeof *h);
     if (h == NULL) {
       free(own_dir);
       napi_throw_error(env, "ENOMEM", "kern-sandbox: out of memory");
-      return false;
+      return 0;
     }
     addon->held = h;
     addon->held_cap = cap;
   }
   addon->held[addon->nheld].fd = fd;
+  addon->held[addon->nheld].serial = ++addon->held_serial;
   addon->held[addon->nheld].own_dir = own_dir;
   addon->nheld++;
-  return true;
+  return addon->held_serial;
 }
 
-bool ks_addon_release(struct ks_addon *addon, int fd) {
+bool ks_addon_release(struct ks_addon *addon, int fd, uint64_t serial) {
   for (size_t i = 0; i < addon->nheld; i++) {
-    if (addon->held[i].fd == fd) {
+    if (addon->held[i].fd == fd && addon->held[i].serial == serial) {
       free(addon->held[i].own_dir);
       addon->held[i] = addon->held[--addon->nheld];
       return true;
@@ -37,9 +38,9 @@ bool ks_addon_release(struct ks_addon *addon, int fd) {
   return false;
 }
 
-bool ks_addon_holds(const struct ks_addon *addon, int fd) {
+bool ks_addon_holds(const struct ks_addon *addon, int fd, uint64_t serial) {
   for (size_t i = 0; i < addon->nheld; i++) {
-    if (addon->held[i].fd == fd)
+    if (addon->held[i].fd == fd && addon->held[i].serial == serial)
       return true;
   }
   return false;

@@ -5,6 +5,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "util.h"
 
@@ -16,7 +17,8 @@ struct ks_sup;
  * session open). */
 struct ks_held {
   int fd;
-  char *own_dir; /* remove this tree at teardown; NULL: just close fd */
+  uint64_t serial; /* this hold's own number: a handle names fd by it too (handle.c) */
+  char *own_dir;   /* remove this tree at teardown; NULL: just close fd */
 };
 
 struct ks_addon {
@@ -29,6 +31,7 @@ struct ks_addon {
   struct ks_held *held;          /* JS thread only */
   size_t nheld;
   size_t held_cap;
+  uint64_t held_serial;          /* the last hold's serial (0: none yet) */
   /* Inits of boxes settled in this turn of the event loop, released after
    * it (afterturn.c): their channels' descriptors. JS thread only. */
   struct ks_after_turn *after_turn;
@@ -37,17 +40,18 @@ struct ks_addon {
   size_t releases_cap;
 };
 
-/* Records fd (and own_dir, whose ownership moves in) as held by a session.
- * Returns false with an exception pending (out of memory). */
-bool ks_addon_hold(napi_env env, struct ks_addon *addon, int fd, char *own_dir);
+/* Records fd (and own_dir, whose ownership moves in) as held by a session:
+ * the hold's serial (> 0), or 0 with an exception pending (out of memory;
+ * own_dir freed, fd left to the caller). */
+uint64_t ks_addon_hold(napi_env env, struct ks_addon *addon, int fd, char *own_dir);
 
-/* Forgets fd if held (the caller then closes it). Returns false if fd was
- * not held: teardown has closed it already, and the number may belong to
- * someone else by now. */
-bool ks_addon_release(struct ks_addon *addon, int fd);
+/* Forgets the hold (fd, serial) if there is one (the caller then closes
+ * fd). Returns false if not: teardown has closed fd already, and the number
+ * may belong to someone else by now. */
+bool ks_addon_release(struct ks_addon *addon, int fd, uint64_t serial);
 
-/* Whether fd is a descriptor a session (or a prewarm box's channel) holds. */
-bool ks_addon_holds(const struct ks_addon *addon, int fd);
+/* Whether the hold (fd, serial) of a session (or a parked box's channel) stands. */
+bool ks_addon_holds(const struct ks_addon *addon, int fd, uint64_t serial);
 
 /* At teardown, after the boxes are gone: removes the created workspaces
  * still held and closes every held descriptor. */
@@ -64,11 +68,19 @@ void ks_addon_release_settled(struct ks_addon *addon);
  * them, and unties the check handle, which its teardown hook closes. */
 void ks_addon_forget_after_turn(struct ks_addon *addon);
 
-/* Registers run() and its constants on exports. */
+/* Registers the box entry points (startBox...) and their constants on exports. */
 bool ks_napi_init_run(napi_env env, napi_value exports);
 
 /* Registers the workspace file operations (wsOpen, wsWriteFile...) on exports. */
 bool ks_napi_init_fs(napi_env env, napi_value exports);
+/* The wsCloseLater closes started and not yet done, in the whole process. */
+int ks_napi_pending_closes(void);
+
+#ifdef KS_TEST_NATIVES
+/* Registers the engine's counts the tests' census reads (testing.c): only
+ * in a build with KS_TEST_NATIVES (Test, Debug, Tsan), never in Release. */
+bool ks_napi_init_testing(napi_env env, napi_value exports);
+#endif
 
 
 /* Registers wsWatch/wsWatchClose. */

@@ -183,6 +183,12 @@ static napi_value ks__init(napi_env env, napi_value exports) {
     ks_napi_throw_last(env);
     return NULL;
   }
+#ifdef KS_TEST_NATIVES
+  if (!ks_napi_init_testing(env, exports)) {
+    ks_napi_throw_last(env);
+    return NULL;
+  }
+#endif
   return exports;
 }
 

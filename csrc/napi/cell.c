@@ -1,6 +1,6 @@
 /* kernelCell(): one message to a kernel box's interpreter (its start, a
  * cell, a rollback), settled when the interpreter answers or the kernel is
- * gone. The kernel box itself is a run() with a kernelKey; cells name it by
+ * gone. The kernel box itself is a startKernel() box with a kernelKey; cells name it by
  * that key and run in the order they are submitted.
  *
  * kernelCell(kernelKey, id, type, a, b, body, timeoutMs, cap, onStdout,
@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "call.h"
+#include "opts.h"
 
 static const struct {
   const char *name;
@@ -104,46 +105,44 @@ static void ks__settle_cell(napi_env env, struct ks_napi_call *call, struct ks_b
     ks_napi_reject_pending(env, call->deferred, "kern-sandbox: could not build the cell result");
 }
 
-static bool ks__cell_request(napi_env env, napi_value *argv, struct ks_cell_request *req) {
-  char type[16];
-  size_t tlen = 0;
-  double id, a, b, timeout_ms, cap;
+/* kernelCell's options: { kernelKey, id, type, a, b, body?, timeoutMs,
+ * maxOutputBytes, onStdout?, onStderr?, cancelKey?, direct? }. */
+static bool ks__cell_request(napi_env env, napi_value opts, struct ks_cell_request *req,
+                             napi_value streams[2], bool *direct) {
+  struct ks_opts o;
+  char *type = NULL;
+  double id = 0, a = 0, b = 0, timeout_ms = 0, cap = 0;
   void *body = NULL;
   size_t body_len = 0;
-  napi_valuetype t;
+  bool present;
   struct ks_ip_run head;
 
   memset(req, 0, sizeof *req);
-  if (!ks_napi_get_key(env, argv[0], "kernelKey", &req->kernel) ||
-      !ks_napi_get_count(env, argv[1], "id", 4294967295.0, &id) ||
-      napi_get_value_string_utf8(env, argv[2], type, sizeof type, &tlen) != napi_ok ||
-      !ks_napi_get_count(env, argv[3], "a", 4294967295.0, &a) ||
-      !ks_napi_get_count(env, argv[4], "b", 4294967295.0, &b) ||
-      napi_get_value_double(env, argv[6], &timeout_ms) != napi_ok ||
-      !ks_napi_get_count(env, argv[7], "cap", 4294967295.0, &cap) ||
-      !ks_napi_get_key(env, argv[10], "cancelKey", &req->call)) {
-    ks_napi_throw_last(env);
+  if (!ks_opts_begin(env, opts, "kernelCell", "opts", &o) ||
+      !ks_opt_key(&o, "kernelKey", true, &req->kernel) ||
+      !ks_opt_number(&o, "id", true, 0, 4294967295.0, &id) || !ks_opt_string(&o, "type", &type))
     return false;
-  }
   for (size_t i = 0; i < sizeof ks__types / sizeof ks__types[0]; i++) {
     if (strcmp(type, ks__types[i].name) == 0)
       req->type = ks__types[i].type;
   }
-  if (req->type == 0 || req->kernel == 0 || !(timeout_ms > 0 && timeout_ms <= 1e13)) {
-    napi_throw_range_error(env, "ERR_OUT_OF_RANGE", "kern-sandbox: kernelCell(): bad arguments");
+  free(type);
+  if (req->type == 0) {
+    ks_opts_type_error(&o, "type", "must be \"kernel\", \"cell\" or \"rollback\"");
     return false;
   }
-  if (napi_typeof(env, argv[5], &t) != napi_ok) {
-    ks_napi_throw_last(env);
-    return false;
-  }
-  if (t != napi_null && t != napi_undefined && !ks_napi_get_buffer(env, argv[5], &body, &body_len))
+  if (!ks_opt_number(&o, "a", true, 0, 4294967295.0, &a) ||
+      !ks_opt_number(&o, "b", true, 0, 4294967295.0, &b) ||
+      !ks_opt_buffer(&o, "body", &body, &body_len, &present) ||
+      !ks_opt_number(&o, "timeoutMs", true, 1e-6, 1e13, &timeout_ms) ||
+      !ks_opt_number(&o, "maxOutputBytes", true, 0, 4294967295.0, &cap) ||
+      !ks_opt_function(&o, "onStdout", &streams[0], &req->stream[KS_STDOUT]) ||
+      !ks_opt_function(&o, "onStderr", &streams[1], &req->stream[KS_STDERR]) ||
+      !ks_opt_key(&o, "cancelKey", false, &req->call) || !ks_opt_bool(&o, "direct", direct))
     return false;
   req->id = (uint32_t) id;
   req->timeout_ns = (uint64_t) (timeout_ms * 1e6);
   req->cap = (size_t) cap;
-  req->stream[KS_STDOUT] = ks_napi_is_function(env, argv[8]);
-  req->stream[KS_STDERR] = ks_napi_is_function(env, argv[9]);
   head.result_max = (uint32_t) a;
   head.flags = (uint32_t) b;
   req->msg = ks_ip_frame(req->type, req->id, &head, sizeof head, body, body_len, &req->msg_len);
@@ -154,9 +153,11 @@ static bool ks__cell_request(napi_env env, napi_value *argv, struct ks_cell_requ
   return true;
 }
 
+/* kernelCell(opts) -> Promise: one message to a kernel box's interpreter. */
 static napi_value ks__kernel_cell(napi_env env, napi_callback_info info) {
-  size_t argc = 12;
-  napi_value argv[12];
+  size_t argc = 1;
+  napi_value argv[1];
+  napi_value streams[2];
   bool direct = false;
   int sent = 0;
   struct ks_addon *addon;
@@ -168,13 +169,15 @@ static napi_value ks__kernel_cell(napi_env env, napi_callback_info info) {
 
   KS_NAPI_CALL(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
   KS_NAPI_CALL(env, napi_get_instance_data(env, (void **) &addon));
-  if (argc != 12 || napi_get_value_bool(env, argv[11], &direct) != napi_ok) {
-    napi_throw_type_error(env, "ERR_INVALID_ARG_TYPE", "kernelCell() takes 12 arguments");
+  if (argc != 1) {
+    napi_throw_type_error(env, "ERR_INVALID_ARG_TYPE", "kern-sandbox: kernelCell(opts) takes 1 argument");
     return NULL;
   }
-  if (!ks__cell_request(env, argv, &req))
+  if (!ks__cell_request(env, argv[0], &req, streams, &direct)) {
+    ks_cell_request_free(&req);
     return NULL;
-  call = ks_napi_call_new(env, addon, argv + 8, req.stream, ks__settle_cell);
+  }
+  call = ks_napi_call_new(env, addon, streams, req.stream, ks__settle_cell);
   if (call == NULL)
     goto fail;
   ks_err_clear(&err);

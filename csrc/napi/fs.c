@@ -13,8 +13,10 @@
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "../core/util.h"
@@ -22,6 +24,7 @@
 #include "../core/workspace/wsscan.h"
 #include "addon.h"
 #include "convert.h"
+#include "handle.h"
 
 enum ks__fs_op {
   KS__FS_WRITE,
@@ -35,7 +38,7 @@ struct ks__fs_task {
   napi_async_work work;
   napi_deferred deferred;
   napi_ref ref; /* the Buffer being written */
-  int rootfd; /* our own duplicate, closed when the task is freed */
+  int root; /* our own duplicate, closed when the task is freed */
   char *rel;
   const void *data; /* wsWriteFile: the Buffer's bytes, kept alive by ref */
   size_t len;
@@ -57,17 +60,17 @@ static void ks__fs_execute(napi_env env, void *data) {
 
   switch (t->op) {
   case KS__FS_WRITE:
-    t->result = ks_ws_write_file(t->rootfd, t->rel, t->data, t->len, &t->err);
+    t->result = ks_ws_write_file(t->root, t->rel, t->data, t->len, &t->err);
     break;
   case KS__FS_READ:
     t->result =
-        ks_ws_read_file(t->rootfd, t->rel, t->max, &t->out_data, &t->out_len, &t->err);
+        ks_ws_read_file(t->root, t->rel, t->max, &t->out_data, &t->out_len, &t->err);
     break;
   case KS__FS_LIST:
-    t->result = ks_ws_list(t->rootfd, t->rel, &t->entries, &t->n, &t->err);
+    t->result = ks_ws_list(t->root, t->rel, &t->entries, &t->n, &t->err);
     break;
   case KS__FS_REMOVE_TREE:
-    t->result = ks_ws_remove_tree(t->rootfd, &t->err);
+    t->result = ks_ws_remove_tree(t->root, &t->err);
     break;
   }
 }
@@ -79,8 +82,8 @@ static void ks__fs_task_free(napi_env env, struct ks__fs_task *t) {
     (void) napi_delete_reference(env, t->ref);
   if (t->work != NULL)
     (void) napi_delete_async_work(env, t->work);
-  if (t->rootfd >= 0)
-    ks_close_keep_errno(t->rootfd);
+  if (t->root >= 0)
+    ks_close_keep_errno(t->root);
   free(t->rel);
   free(t->out_data);
   free(t->entries);
@@ -227,31 +230,20 @@ static bool ks__get_args(napi_env env, napi_callback_info info, size_t want,
   return true;
 }
 
-/* A descriptor number: an integer in [0, INT32_MAX]. */
-static bool ks__get_fd(napi_env env, napi_value v, int *ret_fd) {
-  double d;
-
-  if (napi_get_value_double(env, v, &d) != napi_ok) {
-    napi_throw_type_error(env, "ERR_INVALID_ARG_TYPE",
-                          "kern-sandbox: fd must be a number");
-    return false;
-  }
-  if (!(d >= 0 && d <= INT32_MAX) || d != (double) (int32_t) d) {
-    napi_throw_range_error(env, "ERR_OUT_OF_RANGE", "kern-sandbox: fd out of range");
-    return false;
-  }
-  *ret_fd = (int32_t) d;
-  return true;
-}
-
-/* Allocates a task holding a duplicate of the workspace descriptor. A bad
- * descriptor is not thrown: it is recorded for ks__fs_start to reject. */
-static struct ks__fs_task *ks__fs_task_new(napi_env env, enum ks__fs_op op,
-                                           napi_value jsfd) {
+/* Allocates a task holding a duplicate of the descriptor of root, an open
+ * workspace handle (else it throws: a TypeError, or EBADF once closed). A
+ * failed duplicate is not thrown: it is recorded for ks__fs_start to reject. */
+static struct ks__fs_task *ks__fs_task_new(napi_env env, enum ks__fs_op op, napi_value root,
+                                           const char *fn) {
+  struct ks_addon *addon;
   struct ks__fs_task *t;
   int fd;
 
-  if (!ks__get_fd(env, jsfd, &fd))
+  if (napi_get_instance_data(env, (void **) &addon) != napi_ok) {
+    ks_napi_throw_last(env);
+    return NULL;
+  }
+  if (!ks_handle_fd(env, addon, root, KS_HANDLE_WORKSPACE, fn, &fd))
     return NULL;
   t = calloc(1, sizeof *t);
   if (t == NULL) {
@@ -259,8 +251,8 @@ static struct ks__fs_task *ks__fs_task_new(napi_env env, enum ks__fs_op op,
     return NULL;
   }
   t->op = op;
-  t->rootfd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
-  if (t->rootfd < 0)
+  t->root = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+  if (t->root < 0)
     t->result = ks_err_set(&t->err, errno, "fcntl", NULL);
   return t;
 }
@@ -294,7 +286,7 @@ static bool ks__fs_get_rel(napi_env env, struct ks__fs_task *t, napi_value v, bo
   return true;
 }
 
-/* wsWriteFile(rootfd, rel, data: Buffer) -> Promise<void> */
+/* wsWriteFile(root, rel, data: Buffer) -> Promise<void> */
 static napi_value ks__ws_write_file(napi_env env, napi_callback_info info) {
   napi_value argv[3];
   struct ks__fs_task *t;
@@ -303,7 +295,7 @@ static napi_value ks__ws_write_file(napi_env env, napi_callback_info info) {
   size_t len = 0;
 
   if (!ks__get_args(env, info, 3, argv,
-                    "wsWriteFile(rootfd, rel, data) takes 3 arguments"))
+                    "wsWriteFile(root, rel, data) takes 3 arguments"))
     return NULL;
   if (napi_is_buffer(env, argv[2], &is_buffer) != napi_ok || !is_buffer) {
     napi_throw_type_error(env, "ERR_INVALID_ARG_TYPE",
@@ -311,7 +303,7 @@ static napi_value ks__ws_write_file(napi_env env, napi_callback_info info) {
     return NULL;
   }
   KS_NAPI_CALL(env, napi_get_buffer_info(env, argv[2], &data, &len));
-  t = ks__fs_task_new(env, KS__FS_WRITE, argv[0]);
+  t = ks__fs_task_new(env, KS__FS_WRITE, argv[0], "wsWriteFile");
   if (t == NULL)
     return NULL;
   if (!ks__fs_get_rel(env, t, argv[1], false)) {
@@ -329,14 +321,14 @@ static napi_value ks__ws_write_file(napi_env env, napi_callback_info info) {
   return ks__fs_start(env, t, "kern-sandbox:wsWriteFile");
 }
 
-/* wsReadFile(rootfd, rel, maxBytes) -> Promise<Buffer> */
+/* wsReadFile(root, rel, maxBytes) -> Promise<Buffer> */
 static napi_value ks__ws_read_file(napi_env env, napi_callback_info info) {
   napi_value argv[3];
   struct ks__fs_task *t;
   double max;
 
   if (!ks__get_args(env, info, 3, argv,
-                    "wsReadFile(rootfd, rel, maxBytes) takes 3 arguments"))
+                    "wsReadFile(root, rel, maxBytes) takes 3 arguments"))
     return NULL;
   if (napi_get_value_double(env, argv[2], &max) != napi_ok) {
     napi_throw_type_error(env, "ERR_INVALID_ARG_TYPE",
@@ -349,7 +341,7 @@ static napi_value ks__ws_read_file(napi_env env, napi_callback_info info) {
                            "kern-sandbox: maxBytes out of range");
     return NULL;
   }
-  t = ks__fs_task_new(env, KS__FS_READ, argv[0]);
+  t = ks__fs_task_new(env, KS__FS_READ, argv[0], "wsReadFile");
   if (t == NULL)
     return NULL;
   if (!ks__fs_get_rel(env, t, argv[1], false)) {
@@ -360,14 +352,14 @@ static napi_value ks__ws_read_file(napi_env env, napi_callback_info info) {
   return ks__fs_start(env, t, "kern-sandbox:wsReadFile");
 }
 
-/* wsList(rootfd, subdir) -> Promise<Array<[path, size]>> */
+/* wsList(root, subdir) -> Promise<Array<[path, size]>> */
 static napi_value ks__ws_list(napi_env env, napi_callback_info info) {
   napi_value argv[2];
   struct ks__fs_task *t;
 
-  if (!ks__get_args(env, info, 2, argv, "wsList(rootfd, subdir) takes 2 arguments"))
+  if (!ks__get_args(env, info, 2, argv, "wsList(root, subdir) takes 2 arguments"))
     return NULL;
-  t = ks__fs_task_new(env, KS__FS_LIST, argv[0]);
+  t = ks__fs_task_new(env, KS__FS_LIST, argv[0], "wsList");
   if (t == NULL)
     return NULL;
   if (!ks__fs_get_rel(env, t, argv[1], true)) {
@@ -377,37 +369,31 @@ static napi_value ks__ws_list(napi_env env, napi_callback_info info) {
   return ks__fs_start(env, t, "kern-sandbox:wsList");
 }
 
-/* wsRemoveTree(rootfd) -> Promise<void> */
+/* wsRemoveTree(root) -> Promise<void> */
 static napi_value ks__ws_remove_tree(napi_env env, napi_callback_info info) {
   napi_value argv[1];
   struct ks__fs_task *t;
 
-  if (!ks__get_args(env, info, 1, argv, "wsRemoveTree(rootfd) takes 1 argument"))
+  if (!ks__get_args(env, info, 1, argv, "wsRemoveTree(root) takes 1 argument"))
     return NULL;
-  t = ks__fs_task_new(env, KS__FS_REMOVE_TREE, argv[0]);
+  t = ks__fs_task_new(env, KS__FS_REMOVE_TREE, argv[0], "wsRemoveTree");
   if (t == NULL)
     return NULL;
   return ks__fs_start(env, t, "kern-sandbox:wsRemoveTree");
 }
 
-/* Hands a session's new descriptor to JS, held by the environment until
- * wsClose (see ks_addon_hold). Takes own_dir. */
-static napi_value ks__held_fd(napi_env env, int fd, char *own_dir) {
+/* Hands a session's new descriptor to JS as a handle of kind, held by the
+ * environment until wsClose (see ks_addon_hold). Takes fd and own_dir. */
+static napi_value ks__held_handle(napi_env env, enum ks_handle_kind kind, int fd, char *own_dir) {
   struct ks_addon *addon;
-  napi_value out;
 
-  if (napi_get_instance_data(env, (void **) &addon) != napi_ok ||
-      napi_create_int32(env, fd, &out) != napi_ok) {
+  if (napi_get_instance_data(env, (void **) &addon) != napi_ok) {
     free(own_dir);
     (void) close(fd);
     ks_napi_throw_last(env);
     return NULL;
   }
-  if (!ks_addon_hold(env, addon, fd, own_dir)) {
-    (void) close(fd);
-    return NULL;
-  }
-  return out;
+  return ks_handle_new(env, addon, kind, fd, own_dir, 0);
 }
 
 /* open(2) of an absolute path a JS caller gave: the fd, or -1 with a Node
@@ -422,7 +408,7 @@ static int ks__open_or_throw(napi_env env, const char *path, int flags) {
   return fd;
 }
 
-/* wsOpen(absPath, created) -> fd. Synchronous: one open(2), at
+/* wsOpen(absPath, created) -> a workspace handle. Synchronous: one open(2), at
  * Sandbox.open(). created: the session made this directory, so it is
  * removed if the environment ends with the session still open. */
 static napi_value ks__ws_open(napi_env env, napi_callback_info info) {
@@ -449,16 +435,41 @@ static napi_value ks__ws_open(napi_env env, napi_callback_info info) {
     free(path);
     path = NULL;
   }
-  return ks__held_fd(env, fd, path);
+  return ks__held_handle(env, KS_HANDLE_WORKSPACE, fd, path);
 }
 
-/* kernOpen(absPath) -> fd. Synchronous, at Sandbox.open(): the kern binary
- * held open (O_PATH, close-on-exec) and executed through the descriptor, so
- * a file renamed over the path later never runs (A36). O_NOFOLLOW: the path
- * is already resolved; a symlink swapped in since opens as a link, which the
- * caller's fstat check refuses. Closed with wsClose. */
+/* Whether the file open at fd (O_PATH) starts with "#!", read through a
+ * descriptor of its own on the same file (not the path); false when it
+ * cannot be read (execute-only: execveat will tell). */
+static bool ks__is_script(int fd) {
+  char proc[40];
+  char head[2];
+  int rfd;
+  ssize_t n;
+
+  (void) snprintf(proc, sizeof proc, "/proc/self/fd/%d", fd);
+  rfd = open(proc, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (rfd < 0)
+    return false;
+  n = pread(rfd, head, sizeof head, 0);
+  (void) close(rfd);
+  return n == 2 && head[0] == '#' && head[1] == '!';
+}
+
+/* kernOpen(absPath) -> { handle, mode, uid, script }. Synchronous, at
+ * Sandbox.open(): the kern binary held open (O_PATH, close-on-exec) and
+ * executed through the descriptor, so a file renamed over the path later
+ * never runs (A36); mode and uid are the opened file's (fstat), script
+ * whether it starts with "#!", for the caller to check the file it got, not
+ * the path. O_NOFOLLOW: the path is already resolved; a symlink swapped in
+ * since opens as a link, whose mode the caller refuses. Closed with wsClose. */
 static napi_value ks__kern_open(napi_env env, napi_callback_info info) {
   napi_value argv[1];
+  napi_value out;
+  napi_value handle;
+  struct stat st;
+  struct ks_err err;
+  bool script;
   char *path;
   int fd;
 
@@ -468,39 +479,63 @@ static napi_value ks__kern_open(napi_env env, napi_callback_info info) {
   if (path == NULL)
     return NULL;
   fd = ks__open_or_throw(env, path, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+  if (fd >= 0 && fstat(fd, &st) < 0) {
+    ks_err_set(&err, errno, "fstat", path);
+    ks_napi_throw_system(env, &err);
+    (void) close(fd);
+    fd = -1;
+  }
   free(path);
   if (fd < 0)
     return NULL;
-  return ks__held_fd(env, fd, NULL);
+  script = S_ISREG(st.st_mode) && ks__is_script(fd);
+  if (napi_create_object(env, &out) != napi_ok) {
+    (void) close(fd);
+    ks_napi_throw_last(env);
+    return NULL;
+  }
+  handle = ks__held_handle(env, KS_HANDLE_KERN, fd, NULL);
+  if (handle == NULL || !ks_napi_set(env, out, "handle", handle) ||
+      !ks_napi_set(env, out, "mode", ks_napi_number(env, (double) st.st_mode)) ||
+      !ks_napi_set(env, out, "uid", ks_napi_number(env, (double) st.st_uid)) ||
+      !ks_napi_set(env, out, "script", ks_napi_bool(env, script)))
+    return NULL;
+  return out;
 }
 
-/* wsClose(fd) -> undefined. Synchronous. */
 static napi_value ks__boolean(napi_env env, bool v) {
   napi_value out = NULL;
   (void) napi_get_boolean(env, v, &out);
   return out;
 }
 
-/* The one argument of wsClose and wsCloseLater, released from the addon's
- * holds: 1 and *fd, ours to close now; 0 for a descriptor this addon does not
- * hold (after the exit hook or a Worker's teardown closed them all, a late
- * Sandbox.close() would otherwise close whatever reused the number: a file of
- * the program, a libuv handle); -1 with an exception pending. */
-static int ks__release_held_arg(napi_env env, napi_callback_info info, const char *usage,
-                                int *fd) {
+/* The one argument of wsClose (a handle of any kind) and wsCloseLater (a
+ * workspace's), released from the addon's holds: 1 and *fd, ours to close
+ * now; 0 for a handle closed already (by JS, or by the exit hook or a
+ * Worker's teardown: a late Sandbox.close() then closes nothing); -1 with an
+ * exception pending. */
+static int ks__release_held_arg(napi_env env, napi_callback_info info, enum ks_handle_kind kind,
+                                const char *fn, int *fd) {
   struct ks_addon *addon = NULL;
   napi_value argv[1];
+  char usage[64];
 
-  if (!ks__get_args(env, info, 1, argv, usage) || !ks__get_fd(env, argv[0], fd))
+  (void) snprintf(usage, sizeof usage, "kern-sandbox: %s(handle) takes 1 argument", fn);
+  if (!ks__get_args(env, info, 1, argv, usage))
     return -1;
-  return napi_get_instance_data(env, (void **) &addon) == napi_ok && addon != NULL &&
-         ks_addon_release(addon, *fd);
+  if (napi_get_instance_data(env, (void **) &addon) != napi_ok) {
+    ks_napi_throw_last(env);
+    return -1;
+  }
+  return ks_handle_release(env, addon, argv[0], kind, fn, fd);
 }
 
+/* wsClose(handle) -> boolean: closes a workspace's, kern's or parked box's
+ * descriptor; false if the handle was closed already. Synchronous. */
 static napi_value ks__ws_close(napi_env env, napi_callback_info info) {
   struct ks_err err;
   int fd;
-  int held = ks__release_held_arg(env, info, "wsClose(fd) takes 1 argument", &fd);
+  int held = ks__release_held_arg(env, info, KS_HANDLE_ANY, "wsClose", &fd);
 
   if (held <= 0)
     return held < 0 ? NULL : ks__boolean(env, false);
@@ -524,8 +559,8 @@ static void *ks__closer_main(void *arg) {
   return NULL;
 }
 
-/* wsCloseLater(fd) -> boolean: false, closing nothing, for a descriptor this
- * addon does not hold (as wsClose). The descriptor is closed by a detached
+/* wsCloseLater(handle) -> boolean: false, closing nothing, for a workspace
+ * handle closed already (as wsClose). The descriptor is closed by a detached
  * thread of its own: when it is the last reference to a workspace the
  * session removed, closing it evicts the directory's inode, and a file
  * system mounted with -o discard then waits for the device, behind
@@ -539,7 +574,7 @@ static napi_value ks__ws_close_later(napi_env env, napi_callback_info info) {
   sigset_t all, old;
   int fd;
   int r;
-  int held = ks__release_held_arg(env, info, "wsCloseLater(fd) takes 1 argument", &fd);
+  int held = ks__release_held_arg(env, info, KS_HANDLE_WORKSPACE, "wsCloseLater", &fd);
 
   if (held <= 0)
     return held < 0 ? NULL : ks__boolean(env, false);
@@ -560,16 +595,9 @@ static napi_value ks__ws_close_later(napi_env env, napi_callback_info info) {
   return ks__boolean(env, true);
 }
 
-/* pendingCloses() -> the wsCloseLater closes not yet done (tests count
- * descriptors once none are). */
-static napi_value ks__pending_closes(napi_env env, napi_callback_info info) {
-  napi_value out;
-  (void) info;
-  if (napi_create_int32(env, atomic_load(&ks__closes_pending), &out) != napi_ok) {
-    ks_napi_throw_last(env);
-    return NULL;
-  }
-  return out;
+/* The wsCloseLater closes not yet done (testing.c's pendingCloses). */
+int ks_napi_pending_closes(void) {
+  return atomic_load(&ks__closes_pending);
 }
 
 bool ks_napi_init_fs(napi_env env, napi_value exports) {
@@ -577,7 +605,6 @@ bool ks_napi_init_fs(napi_env env, napi_value exports) {
       {"wsOpen", ks__ws_open},
       {"wsClose", ks__ws_close},
       {"wsCloseLater", ks__ws_close_later},
-      {"pendingCloses", ks__pending_closes},
       {"kernOpen", ks__kern_open},
       {"wsWriteFile", ks__ws_write_file},
       {"wsReadFile", ks__ws_read_file},

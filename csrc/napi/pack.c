@@ -9,6 +9,7 @@
 #include "../core/archive/snapshot.h"
 #include "../core/util.h"
 #include "addon.h"
+#include "handle.h"
 
 static bool ks__args(napi_env env, napi_callback_info info, size_t want, napi_value *argv) {
   size_t argc = want;
@@ -23,17 +24,17 @@ static bool ks__args(napi_env env, napi_callback_info info, size_t want, napi_va
   return true;
 }
 
-static bool ks__int(napi_env env, napi_value v, int *ret) {
-  int32_t i;
-  if (napi_get_value_int32(env, v, &i) != napi_ok || i < 0) {
-    napi_throw_type_error(env, "ERR_INVALID_ARG_TYPE", "kern-sandbox: expected a descriptor");
+/* The descriptor of root, an open workspace handle, for the native fn. */
+static bool ks__root(napi_env env, napi_value root, const char *fn, int *ret) {
+  struct ks_addon *addon;
+  if (napi_get_instance_data(env, (void **) &addon) != napi_ok) {
+    ks_napi_throw_last(env);
     return false;
   }
-  *ret = i;
-  return true;
+  return ks_handle_fd(env, addon, root, KS_HANDLE_WORKSPACE, fn, ret);
 }
 
-/* wsSnapshot(rootfd, destDir, destName): writes destDir/destName through a
+/* wsSnapshot(root, destDir, destName): writes destDir/destName through a
  * temp file renamed into place. */
 static napi_value ks__ws_snapshot(napi_env env, napi_callback_info info) {
   napi_value argv[3];
@@ -45,7 +46,7 @@ static napi_value ks__ws_snapshot(napi_env env, napi_callback_info info) {
   int dirfd = -1;
   int r;
 
-  if (!ks__args(env, info, 3, argv) || !ks__int(env, argv[0], &rootfd))
+  if (!ks__args(env, info, 3, argv) || !ks__root(env, argv[0], "wsSnapshot", &rootfd))
     return NULL;
   dir = ks_napi_get_string(env, argv[1], NULL);
   name = dir != NULL ? ks_napi_get_string(env, argv[2], NULL) : NULL;
@@ -82,7 +83,7 @@ static bool ks__about_archive(const char *syscall) {
   return false;
 }
 
-/* wsRestore(rootfd, srcPath): an archive refusal throws an error that also
+/* wsRestore(root, srcPath): an archive refusal throws an error that also
  * carries `reason` and `member`. */
 static napi_value ks__ws_restore(napi_env env, napi_callback_info info) {
   napi_value argv[2];
@@ -93,7 +94,7 @@ static napi_value ks__ws_restore(napi_env env, napi_callback_info info) {
   int fd;
   int r;
 
-  if (!ks__args(env, info, 2, argv) || !ks__int(env, argv[0], &rootfd))
+  if (!ks__args(env, info, 2, argv) || !ks__root(env, argv[0], "wsRestore", &rootfd))
     return NULL;
   src = ks_napi_get_string(env, argv[1], NULL);
   if (src == NULL)

@@ -1,8 +1,9 @@
-/* run(): hands a box to the supervisor and settles its promise with the raw
+/* startBox, parkBox, claimBox, startKernel: hand a box to the supervisor
+ * (its request read by request.c) and settle its promise with the raw
  * result (raw-result.h) when it ends; and the group natives (cancelGroup,
  * forgetGroup, dropParked), the claim's SPEC from this thread (claimSend),
- * the loop hold (holdLoop/releaseLoop) and the engine's counts. The call
- * object and the TSFN that carries its end are call.c's. */
+ * and the loop hold (holdLoop/releaseLoop). The engine's counts, for the
+ * tests only, are testing.c's. The call object and the TSFN that carries its end are call.c's. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
@@ -20,7 +21,9 @@
 #include "../core/box/text.h"
 #include "addon.h"
 #include "call.h"
+#include "handle.h"
 #include "raw-result.h"
+#include "request.h"
 
 /* The values of the raw result's fields (raw-result.h). */
 static napi_value ks__exit_code(napi_env env, const struct ks_box_result *res) {
@@ -131,326 +134,75 @@ static void ks__settle(napi_env env, struct ks_napi_call *run, struct ks_box *bo
     ks_napi_reject_pending(env, run->deferred, "kern-sandbox: could not build the run result");
 }
 
-/* ---- run(path, argv, envp, envData, tmpdir, stopArgv, timeoutMs, cap,
- *          onStdout, onStderr, watch, group, kernFd, cancelKey, init)
- *      -> Promise<RawRunResult>, or undefined for a prewarm box
- * kernFd: the session's kern, held open (kernOpen); null execs path.
- * cancelKey: cancelGroup(cancelKey) kills this box alone (an AbortSignal);
- * 0 for none.
- * init: null (argv runs the workload itself, as 0.1.1), or the in-box init's
- * terms: { earlyCap: -1..255, spec: Buffer | null, parkKey, claimKey,
- * run: null | { code: Buffer, resultMax, results: bool } (the RUN of an
- * --interp box), resultMax, kernelKey } (ks_box_request). With parkKey the box is started and parked; its promise
- * settles when it ends ({ claimed: true } once a call took it over), and
- * holds no reference on the loop; dropParked(parkKey) recycles it. -------- */
+/* ---- the box entry points, each taking one options object (request.c):
+ *   startBox(opts) -> Promise<RawRunResult>: a cold box.
+ *   parkBox(opts) -> { parked, channel, done }: a prewarm box, started and
+ *     parked under opts.parkKey; parked is its handle (handle.h), channel
+ *     whether the handle holds a copy of its channel (opts.shareChannel),
+ *     done settles when it ends ({ claimed: true } once a call took it over)
+ *     and holds no reference on the loop; dropParked(parked) recycles it.
+ *   claimBox(parked, opts) -> Promise<RawRunResult>: a call in that parked
+ *     box if it is still there, else cold (or `missed`, with claimOnly).
+ *   startKernel(opts) -> Promise<RawRunResult>: a kernel's box, in the
+ *     parked box opts.claim if given and still there. ------------------ */
 
-static bool ks__get_named_double(napi_env env, napi_value obj, const char *name, double *out) {
-  napi_value v;
-  if (napi_get_named_property(env, obj, name, &v) != napi_ok ||
-      napi_get_value_double(env, v, out) != napi_ok) {
-    napi_throw_type_error(env, "ERR_INVALID_ARG_TYPE", "kern-sandbox: run(): bad init terms");
-    return false;
+/* The result of parkBox: { parked, channel, done }. */
+static napi_value ks__parked_result(napi_env env, struct ks_addon *addon, int shared,
+                                    uint64_t park_key, napi_value promise) {
+  napi_value out;
+  napi_value handle;
+  bool channel = shared >= 0;
+
+  if (napi_create_object(env, &out) != napi_ok) {
+    if (shared >= 0)
+      (void) close(shared);
+    ks_napi_throw_last(env);
+    return NULL;
   }
-  return true;
+  handle = ks_handle_new(env, addon, KS_HANDLE_PARKED, shared, NULL, park_key);
+  if (handle == NULL || !ks_napi_set(env, out, "parked", handle) ||
+      !ks_napi_set(env, out, "channel", ks_napi_bool(env, channel)) ||
+      !ks_napi_set(env, out, "done", promise))
+    return NULL;
+  return out;
 }
 
-/* The interpreter terms of an --interp box: its RUN, and its kernel key. */
-static bool ks__get_interp_terms(napi_env env, napi_value terms, struct ks_box_request *req) {
-  napi_value run = ks_napi_prop(env, terms, "run");
-  napi_valuetype t;
-  double result_max;
-
-  if (!ks_napi_get_key(env, ks_napi_prop(env, terms, "kernelKey"), "kernelKey", &req->kernel_key) ||
-      !ks_napi_get_count(env, ks_napi_prop(env, terms, "resultMax"), "resultMax", 4294967295.0,
-                     &result_max))
-    return false;
-  req->result_max = (size_t) result_max;
-  if (napi_typeof(env, run, &t) != napi_ok) {
-    ks_napi_throw_last(env);
-    return false;
-  }
-  if (t == napi_object) {
-    void *code;
-    size_t len;
-    bool results = false;
-    struct ks_ip_run head;
-    if (!ks_napi_get_buffer(env, ks_napi_prop(env, run, "code"), &code, &len))
-      return false;
-    if (napi_get_value_bool(env, ks_napi_prop(env, run, "results"), &results) != napi_ok) {
-      napi_throw_type_error(env, "ERR_INVALID_ARG_TYPE", "kern-sandbox: run(): bad RUN terms");
-      return false;
-    }
-    head.result_max = (uint32_t) req->result_max;
-    head.flags = results ? KS_IP_RESULTS : 0;
-    req->ip_msg = ks_ip_frame(KS_IP_RUN, 0, &head, sizeof head, code, len, &req->ip_msg_len);
-    if (req->ip_msg == NULL) {
-      napi_throw_error(env, "ENOMEM", "kern-sandbox: out of memory");
-      return false;
-    }
-  }
-  return true;
-}
-
-/* terms[name]: a boolean, false if absent. */
-static bool ks__get_flag(napi_env env, napi_value terms, const char *name, bool *out) {
-  napi_value v = ks_napi_prop(env, terms, name);
-  napi_valuetype t = napi_undefined;
-  *out = false;
-  if (v != NULL && napi_typeof(env, v, &t) == napi_ok && t == napi_undefined)
-    return true;
-  if (v == NULL || napi_get_value_bool(env, v, out) != napi_ok) {
-    napi_throw_type_error(env, "ERR_INVALID_ARG_TYPE", "kern-sandbox: run(): bad init terms");
-    return false;
-  }
-  return true;
-}
-
-/* terms.shareChannel: the caller sends a claim's spec itself (claimSend):
- * the channel is made here, and a copy of the host's end is the caller's
- * (*shared). terms.claimOnly: this claim brings no box of its own (its spec
- * went that way already, or it is a Python claim that retries cold). */
-static bool ks__get_channel_terms(napi_env env, napi_value terms, struct ks_box_request *req,
-                                  int *shared) {
-  bool share = false;
-  int sp[2];
-
-  if (!ks__get_flag(env, terms, "shareChannel", &share) ||
-      !ks__get_flag(env, terms, "claimOnly", &req->claim_only))
-    return false;
-  if (!share)
-    return true;
-  /* Without one (no descriptors left), the engine makes its own channel and
-   * the claim's spec goes through the engine, as for any box. */
-  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp) < 0)
-    return true;
-  *shared = fcntl(sp[0], F_SETFL, O_NONBLOCK) == 0 ? fcntl(sp[0], F_DUPFD_CLOEXEC, 3) : -1;
-  if (*shared < 0) {
-    close(sp[0]);
-    close(sp[1]);
-    return true;
-  }
-  req->chan_given = true;
-  req->chan[0] = sp[0];
-  req->chan[1] = sp[1];
-  return true;
-}
-
-static bool ks__get_init_terms(napi_env env, napi_value terms, struct ks_box_request *req,
-                               int *shared) {
-  napi_valuetype t;
-  double early;
-  napi_value spec;
-  bool is_buffer = false;
-
-  if (napi_typeof(env, terms, &t) != napi_ok) {
-    ks_napi_throw_last(env);
-    return false;
-  }
-  if (t == napi_null || t == napi_undefined)
-    return true;
-  if (!ks__get_named_double(env, terms, "earlyCap", &early) ||
-      !ks_napi_get_key(env, ks_napi_prop(env, terms, "parkKey"), "parkKey", &req->park_key) ||
-      !ks_napi_get_key(env, ks_napi_prop(env, terms, "claimKey"), "claimKey", &req->claim_key))
-    return false;
-  if (!(early >= -1 && early <= 255) || early != (double) (int) early) {
-    napi_throw_range_error(env, "ERR_OUT_OF_RANGE", "kern-sandbox: earlyCap out of range");
-    return false;
-  }
-  req->channel = true;
-  req->early_cap = (int) early;
-  if (!ks__get_interp_terms(env, terms, req) || !ks__get_channel_terms(env, terms, req, shared))
-    return false;
-  if (napi_get_named_property(env, terms, "spec", &spec) != napi_ok ||
-      napi_is_buffer(env, spec, &is_buffer) != napi_ok) {
-    ks_napi_throw_last(env);
-    return false;
-  }
-  if (is_buffer) {
-    void *data;
-    size_t len;
-    if (napi_get_buffer_info(env, spec, &data, &len) != napi_ok) {
-      ks_napi_throw_last(env);
-      return false;
-    }
-    req->spec = malloc(len ? len : 1);
-    if (req->spec == NULL) {
-      napi_throw_error(env, "ENOMEM", "kern-sandbox: out of memory");
-      return false;
-    }
-    memcpy(req->spec, data, len);
-    req->spec_len = len;
-  }
-  return true;
-}
-
-/* terms.begun: the watch call the caller began (watchBegin) before it sent
- * a claim's argv itself; it must be of this run's watch. */
-static bool ks__take_begun(napi_env env, napi_value terms, struct ks_box_request *req) {
-  napi_valuetype t;
-  napi_value begun;
-
-  if (napi_typeof(env, terms, &t) != napi_ok) {
-    ks_napi_throw_last(env);
-    return false;
-  }
-  if (t != napi_object)
-    return true;
-  if (napi_get_named_property(env, terms, "begun", &begun) != napi_ok ||
-      napi_typeof(env, begun, &t) != napi_ok) {
-    ks_napi_throw_last(env);
-    return false;
-  }
-  if (t == napi_undefined || t == napi_null)
-    return true;
-  if (req->watch == NULL || !ks_napi_take_begun(env, begun, req->watch, &req->begun)) {
-    napi_throw_type_error(env, "ERR_INVALID_ARG_TYPE",
-                          "kern-sandbox: run(): terms.begun is no open call of this run's watch");
-    return false;
-  }
-  req->has_begun = true;
-  return true;
-}
-
-static bool ks__get_request(napi_env env, napi_value *argv, struct ks_box_request *req,
-                            int *shared) {
-  napi_valuetype t;
-  double timeout_ms;
-  double cap;
-  bool is_buffer = false;
-
-  memset(req, 0, sizeof *req);
-  req->path = ks_napi_get_string(env, argv[0], NULL);
-  if (req->path == NULL)
-    return false;
-  req->argv = ks_napi_get_strv(env, argv[1]);
-  if (req->argv == NULL)
-    return false;
-  req->envp = ks_napi_get_strv(env, argv[2]);
-  if (req->envp == NULL)
-    return false;
-
-  if (napi_is_buffer(env, argv[3], &is_buffer) != napi_ok) {
-    ks_napi_throw_last(env);
-    return false;
-  }
-  if (is_buffer) {
-    void *data;
-    size_t len;
-    if (napi_get_buffer_info(env, argv[3], &data, &len) != napi_ok) {
-      ks_napi_throw_last(env);
-      return false;
-    }
-    req->env_data = malloc(len ? len : 1);
-    if (req->env_data == NULL) {
-      napi_throw_error(env, "ENOMEM", "kern-sandbox: out of memory");
-      return false;
-    }
-    memcpy(req->env_data, data, len);
-    req->env_len = len;
-  }
-  req->tmpdir = ks_napi_get_string(env, argv[4], NULL);
-  if (req->tmpdir == NULL)
-    return false;
-  if (napi_typeof(env, argv[5], &t) != napi_ok) {
-    ks_napi_throw_last(env);
-    return false;
-  }
-  if (t == napi_object) {
-    req->stop_argv = ks_napi_get_strv(env, argv[5]);
-    if (req->stop_argv == NULL)
-      return false;
-  }
-  if (napi_get_value_double(env, argv[6], &timeout_ms) != napi_ok ||
-      napi_get_value_double(env, argv[7], &cap) != napi_ok) {
-    ks_napi_throw_last(env);
-    return false;
-  }
-  /* The facade validated these; re-check only what protects the casts:
-   * 1e13 ms is 1e19 ns, within uint64_t with room for the deadline's sum
-   * (the facade allows 2^31 - 1 s, about 2.1e12 ms). */
-  if (!(timeout_ms > 0 && timeout_ms <= 1e13) || !(cap >= 0 && cap <= 9007199254740991.0)) {
-    napi_throw_range_error(env, "ERR_OUT_OF_RANGE", "kern-sandbox: timeout or cap out of range");
-    return false;
-  }
-  req->timeout_ns = (uint64_t) (timeout_ms * 1e6);
-  req->cap = (size_t) cap;
-  req->stream[KS_STDOUT] = ks_napi_is_function(env, argv[8]);
-  req->stream[KS_STDERR] = ks_napi_is_function(env, argv[9]);
-  {
-    napi_valuetype t;
-    if (napi_typeof(env, argv[10], &t) != napi_ok) {
-      ks_napi_throw_last(env);
-      return false;
-    }
-    if (t != napi_null && t != napi_undefined) {
-      req->watch = ks_napi_get_watch(env, argv[10]);
-      if (req->watch == NULL) {
-        napi_throw_type_error(env, "ERR_INVALID_ARG_TYPE",
-                              "kern-sandbox: run() needs an open wsWatch handle or null");
-        return false;
-      }
-      ks_ws_watch_ref(req->watch);
-    }
-  }
-  if (!ks_napi_get_key(env, argv[11], "group", &req->group) ||
-      !ks_napi_get_key(env, argv[13], "cancelKey", &req->call))
-    return false;
-  req->early_cap = -1;
-  if (!ks__get_init_terms(env, argv[14], req, shared))
-    return false;
-  {
-    napi_valuetype t;
-    int32_t fd;
-    if (napi_typeof(env, argv[12], &t) != napi_ok) {
-      ks_napi_throw_last(env);
-      return false;
-    }
-    if (t != napi_null && t != napi_undefined) {
-      if (napi_get_value_int32(env, argv[12], &fd) != napi_ok || fd < 0) {
-        napi_throw_type_error(env, "ERR_INVALID_ARG_TYPE",
-                              "kern-sandbox: run() needs a descriptor or null for kern");
-        return false;
-      }
-      /* The box's own copy (>= 3): the session may close its descriptor
-       * while a `kern stop` of this box is still to come. */
-      req->exec_fd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
-      if (req->exec_fd < 0) {
-        struct ks_err err;
-        req->exec_fd = 0;
-        ks_err_set(&err, errno, "fcntl", req->path);
-        ks_napi_throw_system(env, &err);
-        return false;
-      }
-    }
-  }
-  return true;
-}
-
-static napi_value ks__run(napi_env env, napi_callback_info info) {
-  size_t argc = 15;
-  napi_value argv[15];
+/* An entry point of mode: reads its arguments, submits the box, and
+ * returns what the entry point returns (request.h). */
+static napi_value ks__start(napi_env env, napi_callback_info info, enum ks_napi_box_mode mode,
+                            const char *fn) {
+  size_t want = mode == KS_NAPI_CLAIM ? 2 : 1;
+  size_t argc = 2;
+  napi_value argv[2];
+  napi_value streams[2];
   struct ks_addon *addon;
   struct ks_box_request req;
   struct ks_napi_call *run = NULL;
   struct ks_box *box = NULL;
   struct ks_err err;
   napi_value promise = NULL;
+  napi_value out;
+  uint64_t park_key;
   int shared = -1;
 
   KS_NAPI_CALL(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
   KS_NAPI_CALL(env, napi_get_instance_data(env, (void **) &addon));
-  if (argc != 15) {
-    napi_throw_type_error(env, "ERR_INVALID_ARG_TYPE", "run() takes 15 arguments");
+  if (argc != want) {
+    char msg[96];
+    (void) snprintf(msg, sizeof msg, "kern-sandbox: %s(%s) takes %zu argument%s", fn,
+                    want == 2 ? "parked, opts" : "opts", want, want == 2 ? "s" : "");
+    napi_throw_type_error(env, "ERR_INVALID_ARG_TYPE", msg);
     return NULL;
   }
-  if (!ks__get_request(env, argv, &req, &shared) || !ks__take_begun(env, argv[14], &req))
+  if (!ks_napi_box_request(env, addon, mode, fn, argv[0], argv[want - 1], &req, streams, &shared))
     goto fail;
-  run = ks_napi_call_new(env, addon, argv + 8, req.stream, ks__settle);
+  run = ks_napi_call_new(env, addon, streams, req.stream, ks__settle);
   if (run == NULL)
     goto fail;
   /* Neither an idle prewarmed box nor an idle kernel keeps the process
    * alive: a kernel's cells do, while they run. */
   run->parked = req.park_key != 0 || req.kernel_key != 0;
+  park_key = req.park_key; /* req moves into the box below */
 
   ks_err_clear(&err);
   if (ks_napi_ensure_supervisor(env, addon, &err) < 0) {
@@ -463,28 +215,24 @@ static napi_value ks__run(napi_env env, napi_callback_info info) {
     goto fail;
   }
   KS_NAPI_CALL_GOTO(env, napi_create_promise(env, &run->deferred, &promise), fail);
-  if (shared >= 0) {
+  out = promise;
+  if (mode == KS_NAPI_PARK) {
     /* The caller's copy of the channel: held like a session's descriptors
-     * (closed at a Worker's teardown if JS never does), on terms. */
-    napi_value v;
-    if (!ks_addon_hold(env, addon, shared, NULL))
-      goto fail;
-    if (napi_create_int32(env, shared, &v) != napi_ok ||
-        !ks_napi_set(env, argv[14], "channelFd", v)) {
-      (void) ks_addon_release(addon, shared);
-      goto fail;
-    }
+     * (closed at a Worker's teardown if JS never does), in the handle. */
+    out = ks__parked_result(env, addon, shared, park_key, promise);
     shared = -1;
+    if (out == NULL)
+      goto fail;
   }
   if (ks_sup_submit(addon->sup, box) < 0) {
     ks_err_set(&err, ECANCELED, "spawn", NULL);
     ks_napi_reject_system(env, run->deferred, &err);
     ks_box_free(box);
     ks_napi_call_free(env, run);
-    return promise;
+    return out;
   }
   ks_napi_call_begun(env, run);
-  return promise;
+  return out;
 
 fail:
   if (shared >= 0)
@@ -496,6 +244,22 @@ fail:
   if (run != NULL)
     ks_napi_call_free(env, run);
   return NULL;
+}
+
+static napi_value ks__start_box(napi_env env, napi_callback_info info) {
+  return ks__start(env, info, KS_NAPI_START, "startBox");
+}
+
+static napi_value ks__park_box(napi_env env, napi_callback_info info) {
+  return ks__start(env, info, KS_NAPI_PARK, "parkBox");
+}
+
+static napi_value ks__claim_box(napi_env env, napi_callback_info info) {
+  return ks__start(env, info, KS_NAPI_CLAIM, "claimBox");
+}
+
+static napi_value ks__start_kernel(napi_env env, napi_callback_info info) {
+  return ks__start(env, info, KS_NAPI_KERNEL, "startKernel");
 }
 
 /* holdLoop() / releaseLoop(): JS is about to wait / has waited for a box
@@ -515,48 +279,6 @@ static napi_value ks__release_loop(napi_env env, napi_callback_info info) {
   KS_NAPI_CALL(env, napi_get_instance_data(env, (void **) &addon));
   ks_napi_loop_release(env, addon);
   return NULL;
-}
-
-/* One of the supervisor's counts, 0 before it starts. */
-static napi_value ks__sup_count(napi_env env, size_t (*count)(struct ks_sup *)) {
-  struct ks_addon *addon;
-  napi_value out;
-  KS_NAPI_CALL(env, napi_get_instance_data(env, (void **) &addon));
-  KS_NAPI_CALL(env, napi_create_double(
-                        env, addon->sup != NULL ? (double) count(addon->sup) : 0, &out));
-  return out;
-}
-
-/* liveBoxes(): for the tests and the leak census. */
-static napi_value ks__live_boxes(napi_env env, napi_callback_info info) {
-  (void) info;
-  return ks__sup_count(env, ks_sup_live_boxes);
-}
-
-/* spareFds(): the descriptors the engine made ahead for its next box, for
- * the leak census (they change with every box, and are no leak). */
-static napi_value ks__spare_fds(napi_env env, napi_callback_info info) {
-  struct ks_addon *addon;
-  int fds[KS_SUP_SPARE_FDS_MAX];
-  size_t n;
-  napi_value out;
-  (void) info;
-  KS_NAPI_CALL(env, napi_get_instance_data(env, (void **) &addon));
-  n = addon->sup != NULL ? ks_sup_spare_fds(addon->sup, fds) : 0;
-  KS_NAPI_CALL(env, napi_create_array_with_length(env, n, &out));
-  for (size_t i = 0; i < n; i++) {
-    napi_value v;
-    KS_NAPI_CALL(env, napi_create_int32(env, fds[i], &v));
-    KS_NAPI_CALL(env, napi_set_element(env, out, (uint32_t) i, v));
-  }
-  return out;
-}
-
-/* tailBoxes(): kerns still tearing down boxes whose calls settled, and
- * `kern stop` helpers still running. */
-static napi_value ks__tail_boxes(napi_env env, napi_callback_info info) {
-  (void) info;
-  return ks__sup_count(env, ks_sup_tails);
 }
 
 /* shutdown(): what the environment's teardown does, now: kills and reaps
@@ -617,12 +339,20 @@ static napi_value ks__forget_group(napi_env env, napi_callback_info info) {
   return NULL;
 }
 
-/* dropParked(parkKey): recycles a prewarm box if it is still parked. */
+/* dropParked(parked): recycles a prewarm box if it is still parked. */
 static napi_value ks__drop_parked(napi_env env, napi_callback_info info) {
+  size_t argc = 1;
+  napi_value argv[1];
   struct ks_addon *addon;
   uint64_t key;
 
-  if (!ks__group_arg(env, info, &addon, &key))
+  KS_NAPI_CALL(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  KS_NAPI_CALL(env, napi_get_instance_data(env, (void **) &addon));
+  if (argc != 1) {
+    napi_throw_type_error(env, "ERR_INVALID_ARG_TYPE", "kern-sandbox: dropParked(parked) takes 1 argument");
+    return NULL;
+  }
+  if (!ks_handle_park_key(env, argv[0], "dropParked", &key))
     return NULL;
   if (addon->sup != NULL && ks_sup_drop_parked(addon->sup, key) < 0)
     napi_throw_error(env, "ENOMEM", "kern-sandbox: out of memory");
@@ -684,18 +414,20 @@ bad:
   return NULL;
 }
 
-/* claimSend(channelFd, argv) -> bytes of the frame left unsent (0: all
- * went): a claim's SPEC frame, built from argv and written by the calling
- * thread to a parked box's channel (run()'s shareChannel), so that the box
- * starts the call before the engine's thread even wakes; then the caller's
- * copy of the channel is closed. Never blocks: a full channel, a box gone
- * or a frame over KS__CLAIM_SEND_MAX leaves bytes unsent, which the caller
- * hands to the engine. Only a descriptor run() gave. */
+/* claimSend(parked, argv) -> bytes of the frame left unsent (0: all went):
+ * a claim's SPEC frame, built from argv and written by the calling thread
+ * to the parked box's channel (parkBox's shareChannel), so that the box
+ * starts the call before the engine's thread even wakes; then the handle's
+ * copy of the channel is closed. Never blocks: a full channel, a box gone,
+ * a handle whose copy is closed already (or never was) or a frame over
+ * KS__CLAIM_SEND_MAX leaves bytes unsent, which the caller hands to the
+ * engine. */
 static napi_value ks__claim_send(napi_env env, napi_callback_info info) {
   size_t argc = 2;
   napi_value argv[2];
   struct ks_addon *addon;
-  int32_t fd = -1;
+  int fd = -1;
+  int held;
   char *frame;
   size_t len = 0;
   ssize_t n = -1;
@@ -703,21 +435,25 @@ static napi_value ks__claim_send(napi_env env, napi_callback_info info) {
 
   KS_NAPI_CALL(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
   KS_NAPI_CALL(env, napi_get_instance_data(env, (void **) &addon));
-  if (argc != 2 || napi_get_value_int32(env, argv[0], &fd) != napi_ok) {
-    napi_throw_type_error(env, "ERR_INVALID_ARG_TYPE", "claimSend(channelFd, argv)");
+  if (argc != 2) {
+    napi_throw_type_error(env, "ERR_INVALID_ARG_TYPE", "kern-sandbox: claimSend(parked, argv) takes 2 arguments");
     return NULL;
   }
   frame = ks__spec_frame(env, argv[1], &len); /* checks argv */
   if (frame == NULL)
     return NULL;
-  if (ks_addon_holds(addon, fd)) {
+  held = ks_handle_release(env, addon, argv[0], KS_HANDLE_PARKED, "claimSend", &fd);
+  if (held < 0) {
+    free(frame);
+    return NULL;
+  }
+  if (held > 0) {
     if (len <= KS__CLAIM_SEND_MAX) {
       do
         n = send(fd, frame, len, MSG_DONTWAIT | MSG_NOSIGNAL);
       while (n < 0 && errno == EINTR);
     }
-    if (ks_addon_release(addon, fd))
-      (void) close(fd); /* EINTR closes it too */
+    (void) close(fd); /* EINTR closes it too */
   }
   free(frame);
   KS_NAPI_CALL(env, napi_create_double(env, (double) (len - (n > 0 ? (size_t) n : 0)), &out));
@@ -725,7 +461,7 @@ static napi_value ks__claim_send(napi_env env, napi_callback_info info) {
 }
 
 /* specFrame(argv) -> Buffer: the SPEC frame of argv, as claimSend writes it
- * (the engine sends it when the caller could not: terms.spec). */
+ * (the engine sends it when the caller could not: claimBox's opts.spec). */
 static napi_value ks__spec_frame_buffer(napi_env env, napi_callback_info info) {
   size_t argc = 1;
   napi_value argv[1];
@@ -751,18 +487,12 @@ static napi_value ks__spec_frame_buffer(napi_env env, napi_callback_info info) {
   return out;
 }
 
-/* cancelledGroups(): for the tests, that closed sessions are forgotten. */
-static napi_value ks__cancelled_groups(napi_env env, napi_callback_info info) {
-  (void) info;
-  return ks__sup_count(env, ks_sup_cancelled_groups);
-}
-
 bool ks_napi_init_run(napi_env env, napi_value exports) {
   static const struct ks_napi_fn fns[] = {
       {"cancelGroup", ks__cancel_group}, {"forgetGroup", ks__forget_group},
-      {"cancelledGroups", ks__cancelled_groups}, {"run", ks__run},
-      {"shutdown", ks__shutdown}, {"liveBoxes", ks__live_boxes},
-      {"tailBoxes", ks__tail_boxes}, {"spareFds", ks__spare_fds},
+      {"startBox", ks__start_box}, {"parkBox", ks__park_box},
+      {"claimBox", ks__claim_box}, {"startKernel", ks__start_kernel},
+      {"shutdown", ks__shutdown},
       {"dropParked", ks__drop_parked}, {"holdLoop", ks__hold_loop},
       {"releaseLoop", ks__release_loop},
       {"claimSend", ks__claim_send}, {"specFrame", ks__spec_frame_buffer},

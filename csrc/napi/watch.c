@@ -1,5 +1,5 @@
 /* wsWatch(): the session's workspace as the run engine sees it, handed to
- * every run() so the engine can report each call's changed files. */
+ * every box so the engine can report each call's changed files. */
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <stdlib.h>
@@ -9,6 +9,7 @@
 #include "../core/util.h"
 #include "../core/workspace/wswatch.h"
 #include "addon.h"
+#include "handle.h"
 
 struct ks__watch_handle {
   struct ks_ws_watch *watch; /* NULL once closed */
@@ -24,21 +25,26 @@ static void ks__watch_finalize(napi_env env, void *data, void *hint) {
   free(h);
 }
 
-/* wsWatch(rootfd) -> handle: duplicates rootfd, so the session may close its own. */
+/* wsWatch(root) -> handle: duplicates the descriptor of root (an open
+ * workspace handle), so the session may close its own. */
 static napi_value ks__ws_watch(napi_env env, napi_callback_info info) {
   size_t argc = 1;
   napi_value argv[1];
   struct ks__watch_handle *h;
+  struct ks_addon *addon;
   struct ks_err err;
   napi_value out;
-  int32_t fd;
+  int fd;
   int dup;
 
   KS_NAPI_CALL(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
-  if (argc != 1 || napi_get_value_int32(env, argv[0], &fd) != napi_ok || fd < 0) {
-    napi_throw_type_error(env, "ERR_INVALID_ARG_TYPE", "wsWatch(rootfd) takes a descriptor");
+  KS_NAPI_CALL(env, napi_get_instance_data(env, (void **) &addon));
+  if (argc != 1) {
+    napi_throw_type_error(env, "ERR_INVALID_ARG_TYPE", "kern-sandbox: wsWatch(root) takes 1 argument");
     return NULL;
   }
+  if (!ks_handle_fd(env, addon, argv[0], KS_HANDLE_WORKSPACE, "wsWatch", &fd))
+    return NULL;
   dup = fcntl(fd, F_DUPFD_CLOEXEC, 3);
   if (dup < 0) {
     ks_err_set(&err, errno, "fcntl", NULL);
@@ -75,7 +81,7 @@ struct ks_ws_watch *ks_napi_get_watch(napi_env env, napi_value v) {
  * (ks_ws_watch_try_begin): a call's change tracking begun on the calling
  * thread. The caller of a claim takes one before it writes the argv to the
  * parked box itself, so that nothing the workload writes can come before
- * the call's start; run() takes it over (terms.begun). One not taken is
+ * the call's start; claimBox() takes it over (opts.begun). One not taken is
  * abandoned when it is collected. */
 struct ks__begun {
   struct ks_ws_watch *watch; /* one reference */

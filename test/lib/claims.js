@@ -28,19 +28,19 @@ function kernsWith(marker) {
 const waitingInit = () => h.processes().some((p) => p.state !== "Z" && p.argv.includes("ks-init") &&
   p.argv.includes("--wait"));
 
-/** Replaces binding.run for the claims (exec or Python, by python) that the
- * calling thread has handed to the box already: around(args, orig) runs
- * instead of the engine's run. Returns the undo. */
+/** Replaces binding.claimBox for the claims (exec or Python, by python)
+ * that the calling thread has handed to the box already: around(args,
+ * orig) runs instead of the engine's claimBox (args: [parked, opts]).
+ * Returns the undo. */
 function hookClaims(python, around) {
-  const orig = binding.run;
-  binding.run = function (...args) {
-    const terms = args[14];
-    if (terms === null || terms.claimOnly !== true || (terms.run !== null) !== python)
-      return orig.apply(this, args);
+  const orig = binding.claimBox;
+  binding.claimBox = function (...args) {
+    const opts = args[1];
+    if (opts.claimOnly !== true || (opts.init.run !== null) !== python) return orig.apply(this, args);
     return around(args, (...a) => orig.apply(this, a));
   };
   return () => {
-    binding.run = orig;
+    binding.claimBox = orig;
   };
 }
 
@@ -117,11 +117,11 @@ function describeClaimCases(opts) {
         // claimSend runs on the call's path, before the JS thread could hear
         // that the box ended: kill it there, wait (blocking this thread)
         // until none of it is left, then send.
-        binding.claimSend = function (fd, argv) {
+        binding.claimSend = function (parked, argv) {
           for (const p of kernsWith(ws)) process.kill(p.pid, "SIGKILL");
           const until = Date.now() + 5000;
           while ((kernsWith(ws).length > 0 || waitingInit()) && Date.now() < until);
-          unsent = orig.call(this, fd, argv);
+          unsent = orig.call(this, parked, argv);
           return unsent;
         };
         const r = await s.run(["sh", "-c", SCRIPT]);
@@ -156,7 +156,7 @@ function describeClaimCases(opts) {
       let missed = null;
       undo.push(hookClaims(true, async (args, run) => {
         claims++;
-        assert.strictEqual(args[1].length, 0, "the claim brings no kern argv of its own");
+        assert.strictEqual(args[1].argv.length, 0, "the claim brings no kern argv of its own");
         await killParked();
         const raw = await run(...args);
         missed = raw.missed;

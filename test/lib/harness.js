@@ -284,18 +284,20 @@ function privateKern(dir) {
   return k;
 }
 
-/** The addon build this process runs on (lib/binding.js): Release, Debug
- * (ASan + UBSan, npm run test:asan) or Tsan (npm run test:tsan). */
-const addonFlavour = ["Debug", "Tsan"].includes(process.env.KERN_SANDBOX_BUILD)
+/** The addon build this process runs on (lib/binding.js): Test (the
+ * release build plus the tests' natives; what test/00.setup.js picks),
+ * Debug (ASan + UBSan, npm run test:asan), Tsan (npm run test:tsan), or
+ * Release when a script loads the harness without the setup. */
+const addonFlavour = ["Debug", "Tsan", "Test"].includes(process.env.KERN_SANDBOX_BUILD)
   ? process.env.KERN_SANDBOX_BUILD : "Release";
 
-/** The build a Node child of this process loads: under test:tsan, the
- * release build (children run without the TSan runtime: test/00.setup.js). */
-const childAddonFlavour = addonFlavour === "Tsan" ? "Release" : addonFlavour;
+/** The build a Node child of this process loads: under test:tsan, the Test
+ * build (children run without the TSan runtime: test/00.setup.js). */
+const childAddonFlavour = addonFlavour === "Tsan" ? "Test" : addonFlavour;
 
 /** True on a sanitizer build: everything is several times slower, so pure
  * timing bounds are relaxed. */
-const underSanitizer = addonFlavour !== "Release";
+const underSanitizer = addonFlavour === "Debug" || addonFlavour === "Tsan";
 
 /** How long to wait for something to *start* (a Node child, a Worker, a
  * box): `ms` on the release build, at least 30 s on the sanitizer build,
