@@ -14,7 +14,7 @@ const h = require("./lib/harness");
 const benchoff = require("../lib/benchoff");
 const ab = require("../bench/ab");
 
-const built = path.join(h.repo, "build", "Release", "ks-init");
+const built = require("../lib/init").INIT_BINARY; // the init of the addon this run loads
 
 // What a child observes of each mechanism, as JSON on stdout.
 const PROBE = `
