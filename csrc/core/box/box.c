@@ -1,12 +1,14 @@
 /* A box's life on the supervisor thread (boxstate.h): its spawn, its pipes
- * and started bytes, kern's exit, the kill at a deadline or cancel, the
- * drain, and the sweep after each turn that moves boxes on by time.
+ * and started bytes, kern's exit, the kill at a deadline (its timer) or a
+ * cancel, the drain, and the sweep after each turn.
  *
- * Ownership: a box belongs to the submitter until ks_sup_submit, then to the
- * supervisor thread (a command on the loop, then the live list) until
- * on_done hands it back. Only the supervisor thread touches a submitted box.
- * A box is never freed in the middle of an epoll batch, so no event of the
- * batch can point at freed memory. */
+ * Ownership: a box (a call) and its kern part belong to the submitter until
+ * ks_sup_submit, then to the supervisor thread (a command on the loop, then
+ * the live list) until on_done hands the box back; a kern part goes with
+ * the call that holds it at the end, and is freed with it (ks_box_free).
+ * Only the supervisor thread touches a submitted box. A box is never freed
+ * in the middle of an epoll batch, so no event of the batch can point at
+ * freed memory. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
