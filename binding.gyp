@@ -19,6 +19,7 @@
         "csrc/core/box/keys.c",
         "csrc/core/box/kit.c",
         "csrc/core/box/loop.c",
+        "csrc/core/box/timers.c",
         "csrc/core/box/outbuf.c",
         "csrc/core/box/proc.c",
         "csrc/core/archive/snapshot.c",

@@ -111,8 +111,6 @@ static void ks__on_turn(void *ctx, struct ks_cmd *cmds) {
   }
 }
 
-static uint64_t ks__on_next_deadline(void *ctx) { return ks__next_deadline(ctx); }
-
 /* The loop's last turn (ks_sup_shutdown): cells and boxes never taken end
  * as cancelled; every live box, tail and helper is killed and reaped. */
 static void ks__on_stop(void *ctx, struct ks_cmd *cmds) {
@@ -140,7 +138,7 @@ static void ks__on_stop(void *ctx, struct ks_cmd *cmds) {
    * end. */
   for (struct ks_box *box = sup->live; box != NULL; box = box->next) {
     if (box->state != KS_BOX_DRAINING)
-      ks_proc_kill_tree(&box->proc, &box->kids);
+      ks_proc_kill_tree(&box->kern->proc, &box->kern->kids);
   }
   for (struct ks__aux *a = sup->aux; a != NULL; a = a->next)
     ks_proc_kill_tree(&a->proc, NULL);
@@ -150,14 +148,14 @@ static void ks__on_stop(void *ctx, struct ks_cmd *cmds) {
   while (sup->live != NULL) {
     struct ks_box *box = sup->live;
     if (box->state != KS_BOX_DRAINING) {
-      ks_loop_watch_del(&sup->loop, box->proc.pidfd);
-      ks_proc_kill_and_release(&box->proc, ks__ms_until(budget_end));
+      ks_loop_watch_del(&sup->loop, box->kern->proc.pidfd);
+      ks_proc_kill_and_release(&box->kern->proc, ks__ms_until(budget_end));
       ks__box_to(box, KS_BOX_DRAINING);
       box->res.status_known = false;
     }
     for (int i = 0; i < KS__BOX_PIPES; i++)
-      ks_loop_watch_close(&sup->loop, &box->fd[i]);
-    ks_loop_watch_close(&sup->loop, &box->ctl);
+      ks_loop_watch_close(&sup->loop, &box->kern->fd[i]);
+    ks_loop_watch_close(&sup->loop, &box->kern->ctl);
     ks__ip_box_end(sup, box, "the engine is shutting down");
     ks__live_unlink(sup, box);
     ks__after_box(sup, box);
@@ -201,7 +199,6 @@ static void *ks__sup_main(void *arg) {
 static const struct ks_loop_hooks ks__loop_hooks = {
     .on_commands = ks__on_commands,
     .on_turn = ks__on_turn,
-    .next_deadline = ks__on_next_deadline,
     .on_stop = ks__on_stop,
 };
 

@@ -17,9 +17,9 @@
 #include "../util.h"
 
 void ks__send_spec(struct ks_sup *sup, struct ks_box *box) {
-  while (box->ctl >= 0 && box->req.spec != NULL && box->spec_sent < box->req.spec_len) {
-    ssize_t n = send(box->ctl, box->req.spec + box->spec_sent, box->req.spec_len - box->spec_sent,
-                     MSG_NOSIGNAL | MSG_DONTWAIT);
+  while (box->kern->ctl >= 0 && box->req.spec != NULL && box->spec_sent < box->req.spec_len) {
+    ssize_t n = send(box->kern->ctl, box->req.spec + box->spec_sent,
+                     box->req.spec_len - box->spec_sent, MSG_NOSIGNAL | MSG_DONTWAIT);
     if (n > 0) {
       box->spec_sent += (size_t) n;
       continue;
@@ -27,16 +27,17 @@ void ks__send_spec(struct ks_sup *sup, struct ks_box *box) {
     if (n < 0 && errno == EINTR)
       continue;
     if (n < 0 && errno == EAGAIN) {
-      if (!box->ctl_out)
-        (void) ks_loop_watch_mod(&sup->loop, box->ctl, &box->ctl_watch, EPOLLIN | EPOLLOUT);
-      box->ctl_out = true;
+      if (!box->kern->ctl_out)
+        (void) ks_loop_watch_mod(&sup->loop, box->kern->ctl, &box->kern->ctl_watch,
+                                 EPOLLIN | EPOLLOUT);
+      box->kern->ctl_out = true;
       return;
     }
     break; /* the init is gone: kern's exit tells the rest */
   }
-  if (box->ctl_out && box->ctl >= 0)
-    (void) ks_loop_watch_mod(&sup->loop, box->ctl, &box->ctl_watch, EPOLLIN);
-  box->ctl_out = false;
+  if (box->kern->ctl_out && box->kern->ctl >= 0)
+    (void) ks_loop_watch_mod(&sup->loop, box->kern->ctl, &box->kern->ctl_watch, EPOLLIN);
+  box->kern->ctl_out = false;
   free(box->req.spec);
   box->req.spec = NULL;
 }
@@ -56,7 +57,8 @@ void ks__usage_from_report(struct ks_box *box, const struct ks_init_report *rep)
  * Not for a SIGKILLed workload, whose OOM attribution needs kern's cap byte
  * at its exit, nor when the caller has no cap byte to report. */
 void ks__settle_early(struct ks_sup *sup, struct ks_box *box, uint64_t now) {
-  const struct ks_init_report *rep = box->final_done ? &box->final_rep : &box->chan.rep;
+  const struct ks_init_report *rep =
+      box->kern->final_done ? &box->kern->final_rep : &box->kern->chan.rep;
   int code = ks_chan_exit_code(rep);
   struct ks__tail *tail;
 
@@ -66,14 +68,14 @@ void ks__settle_early(struct ks_sup *sup, struct ks_box *box, uint64_t now) {
   ks__drain_output(sup, box, KS_STDERR, KS__READ_BUDGET);
   box->res.status_known = true;
   box->res.wait_status = (code & 0xff) << 8; /* as kern's exit status */
-  box->res.started[0] = 0x01;
-  box->res.started[1] = (unsigned char) box->req.early_cap;
-  box->res.nstarted = 2;
+  box->kern->said.started[0] = 0x01;
+  box->kern->said.started[1] = (unsigned char) box->req.early_cap;
+  box->kern->said.nstarted = 2;
   ks__usage_from_report(box, rep);
   box->res.duration_ns = now - box->start_ns;
   box->res.settled_early = true;
-  if (box->ctl >= 0)
-    box->release = fcntl(box->ctl, F_DUPFD_CLOEXEC, 3);
+  if (box->kern->ctl >= 0)
+    box->kern->release = fcntl(box->kern->ctl, F_DUPFD_CLOEXEC, 3);
   tail = ks__tail_adopt(sup, box, now);
   ks__live_unlink(sup, box);
   ks__after_box(sup, box); /* the call first: arming the tail is 5 syscalls */
@@ -92,10 +94,10 @@ static void ks__take_fds(struct ks_box *box, struct msghdr *msg) {
     for (size_t i = 0; i < n; i++) {
       int fd;
       memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof fd);
-      if (box->pending_fd[0] < 0)
-        box->pending_fd[0] = fd;
-      else if (box->pending_fd[1] < 0)
-        box->pending_fd[1] = fd;
+      if (box->kern->pending_fd[0] < 0)
+        box->kern->pending_fd[0] = fd;
+      else if (box->kern->pending_fd[1] < 0)
+        box->kern->pending_fd[1] = fd;
       else
         ks_close_keep_errno(fd);
     }
@@ -107,14 +109,14 @@ static void ks__on_chan_event(struct ks_sup *sup, struct ks_box *box, enum ks_ch
   int fd;
   switch (ev) {
   case KS_CHAN_TAKEN:
-    box->res.taken = true;
+    box->kern->said.taken = true;
     break;
   case KS_CHAN_ATTACH:
-    fd = box->pending_fd[0];
-    box->pending_fd[0] = -1;
-    if (box->workload_pidfd < 0) {
-      box->workload_pidfd = box->pending_fd[1];
-      box->pending_fd[1] = -1;
+    fd = box->kern->pending_fd[0];
+    box->kern->pending_fd[0] = -1;
+    if (box->kern->workload_pidfd < 0) {
+      box->kern->workload_pidfd = box->kern->pending_fd[1];
+      box->kern->pending_fd[1] = -1;
     }
     if (fd >= 0)
       ks__ip_attach(sup, box, fd);
@@ -132,21 +134,21 @@ void ks__on_ctl(struct ks_sup *sup, struct ks_box *box, uint32_t events) {
     struct cmsghdr align;
     char buf[CMSG_SPACE(4 * sizeof(int))];
   } control;
-  const struct ks_init_report *rep = &box->chan.rep;
+  const struct ks_init_report *rep = &box->kern->chan.rep;
 
   if ((events & EPOLLOUT) && box->req.spec != NULL)
     ks__send_spec(sup, box);
-  while (box->ctl >= 0) {
+  while (box->kern->ctl >= 0) {
     struct iovec iov = {.iov_base = buf, .iov_len = sizeof buf};
     struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = control.buf,
                          .msg_controllen = sizeof control.buf};
-    ssize_t n = recvmsg(box->ctl, &msg, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+    ssize_t n = recvmsg(box->kern->ctl, &msg, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
     if (n > 0) {
       size_t off = 0;
       ks__take_fds(box, &msg);
       while (off < (size_t) n) {
         enum ks_chan_event ev;
-        off += ks_chan_feed(&box->chan, buf + off, (size_t) n - off, &ev);
+        off += ks_chan_feed(&box->kern->chan, buf + off, (size_t) n - off, &ev);
         ks__on_chan_event(sup, box, ev);
       }
       continue;
@@ -155,41 +157,42 @@ void ks__on_ctl(struct ks_sup *sup, struct ks_box *box, uint32_t events) {
       continue;
     if (n < 0 && errno == EAGAIN)
       break;
-    ks_loop_watch_close(&sup->loop, &box->ctl); /* EOF: the init has exited */
+    ks_loop_watch_close(&sup->loop, &box->kern->ctl); /* EOF: the init has exited */
   }
-  if (box->chan.state != KS_CHAN_DONE || box->res.reported)
+  if (box->kern->chan.state != KS_CHAN_DONE || box->kern->said.reported)
     return;
-  box->res.reported = true;
-  box->res.report_end = (int) rep->end;
-  box->res.report_value = rep->value;
+  box->kern->said.reported = true;
+  box->kern->said.report_end = (int) rep->end;
+  box->kern->said.report_value = rep->value;
   ks__on_report(sup, box);
 }
 
 /* The channel's watch. */
 static void ks__on_ctl_event(void *ctx, struct ks_watch *w, uint32_t events, uint64_t now) {
+  struct ks__kern *k = w->owner;
   (void) now;
-  ks__on_ctl(ctx, w->owner, events);
+  ks__on_ctl(ctx, k->box, events);
 }
 
-void ks__ctl_watch(struct ks_box *box) {
-  box->ctl_watch.fn = ks__on_ctl_event;
-  box->ctl_watch.owner = box;
+void ks__ctl_watch(struct ks__kern *k) {
+  k->ctl_watch.fn = ks__on_ctl_event;
+  k->ctl_watch.owner = k;
 }
 
 /* The init's report is in: settle at it, or close the channel so that the
  * init exits and we wait for kern's. A parked box whose init took a spec
  * the caller sent itself keeps it for the claim on its way. */
 static void ks__on_report(struct ks_sup *sup, struct ks_box *box) {
-  const struct ks_init_report *rep = &box->chan.rep;
+  const struct ks_init_report *rep = &box->kern->chan.rep;
 
-  if (ks__box_prewarm(box) && box->res.taken)
+  if (ks__box_prewarm(box) && box->kern->said.taken)
     return;
   if (box->state == KS_BOX_RUNNING && box->req.early_cap >= 0 &&
       !(rep->end == KS_INIT_SIGNALED && rep->value == SIGKILL))
     ks__box_to(box, KS_BOX_SETTLING); /* at the sweep, after the batch: later
                                         * events of it may name this box */
   else
-    ks_loop_watch_close(&sup->loop, &box->ctl); /* we wait for kern's exit: the init may go */
+    ks_loop_watch_close(&sup->loop, &box->kern->ctl); /* we wait for kern's exit: the init may go */
 }
 
 struct ks_box *ks__find_parked(struct ks_sup *sup, uint64_t key) {
@@ -200,70 +203,32 @@ struct ks_box *ks__find_parked(struct ks_sup *sup, uint64_t key) {
   return NULL;
 }
 
-/* Moves a parked box's kern into the claiming call's box, which runs from
- * now: its deadline, duration and output count from the call.
- *
- * The move is field by field because struct ks_box is both the kern (its
- * process, pipes, channel, interpreter socket and their watches) and the
- * call (request, result, user). Attaching the call to the parked box
- * instead needs the two apart: the kern's part one struct that a box owns
- * and a claim hands over whole (its watches' owners then point at it, not
- * at a box), the call's part the one the glue holds, with on_done handing
- * back calls; what the parked start leaves in the result (its output, its
- * started bytes, a TAKEN or report that came while it was parked, and its
- * `kern stop` and environment) is then the kern's, read by the call. */
-bool ks__adopt_parked(struct ks_sup *sup, struct ks_box *box) {
-  struct ks_box *p = ks__find_parked(sup, box->req.claim_key);
-  uint64_t now;
-  char **stop;
+/* Detaches the parked run's kern and attaches it, whole, to the claiming
+ * call: the call's pointer and the kern's back pointer. Every watch of the
+ * kern names the kern, so its events reach the call from now on without a
+ * watch being touched. What the start said (its output, started bytes, a
+ * TAKEN or report that came while it was parked) and its `kern stop` stay
+ * with the kern, read by the call at its end (ks__call_take_said). The
+ * call's own kern part, never started, goes; a kernel's cell state (made
+ * for the call's request) comes with the call. */
+static void ks__kern_attach(struct ks_sup *sup, struct ks_box *box, struct ks_box *p) {
+  struct ks__kern *k = p->kern;
+  struct ks__kern *spare = box->kern;
 
-  if (p == NULL || p->state != KS_BOX_PARKED || p->ctl < 0 || ks__box_cancelled(sup, p))
-    return false;
-  now = ks_now_ns();
-  ks__box_to(box, KS_BOX_RUNNING);
-  /* The call's message first: the box starts it while we move the watches. */
-  box->ctl = p->ctl;
-  p->ctl = -1;
-  box->ctl_out = false;
-  ks__ctl_watch(box);
-  ks__send_spec(sup, box);
-  ks__ip_adopt(sup, box, p); /* a Python box's RUN */
-  if (!box->ctl_out && box->ctl >= 0)
-    (void) ks_loop_watch_mod(&sup->loop, box->ctl, &box->ctl_watch, EPOLLIN);
-  box->proc = p->proc;
-  p->proc = (struct ks_proc) KS_PROC_INIT;
-  box->kids = p->kids;
-  p->kids.n = 0;
-  ks__box_watches(box);
-  for (int i = 0; i < KS__BOX_PIPES; i++) {
-    box->fd[i] = p->fd[i];
-    p->fd[i] = -1;
-    if (box->fd[i] >= 0)
-      (void) ks_loop_watch_mod(&sup->loop, box->fd[i], &box->watch[i], EPOLLIN);
+  p->kern = NULL;
+  k->box = box;
+  box->kern = k;
+  if (k->kernel == NULL && spare->kernel != NULL) {
+    k->kernel = spare->kernel;
+    spare->kernel = NULL;
+    k->kernel->timer.owner = k; /* not armed yet: the spare never ran */
   }
-  box->pipe_grown[0] = p->pipe_grown[0];
-  box->pipe_grown[1] = p->pipe_grown[1];
-  (void) ks_loop_watch_mod(&sup->loop, box->proc.pidfd, &box->watch[KS__BOX_PIPES], EPOLLIN);
-  box->chan = p->chan;
-  /* A spec the caller sent itself may have been taken, even answered,
-   * while the box was still parked. */
-  box->res.taken = p->res.taken;
-  box->res.reported = p->res.reported;
-  box->res.report_end = p->res.report_end;
-  box->res.report_value = p->res.report_value;
-  for (int i = 0; i < 2; i++) {
-    box->pending_fd[i] = p->pending_fd[i];
-    p->pending_fd[i] = -1;
-  }
-  box->workload_pidfd = p->workload_pidfd;
-  p->workload_pidfd = -1;
-  /* What kern printed while the box started belongs to this call. */
+  ks__kern_free(spare);
+  k->ipr.max = box->req.result_max; /* the call's, as a cold start's reader has */
+  /* What kern printed while the box started counts against this call's cap. */
   for (int s = 0; s < 2; s++) {
-    struct ks_outbuf mine = box->res.out[s];
-    struct ks_outbuf *b = &box->res.out[s];
-    *b = p->res.out[s];
-    p->res.out[s] = mine;
-    b->cap = mine.cap;
+    struct ks_outbuf *b = &k->said.out[s];
+    b->cap = box->req.cap;
     if (b->len > b->cap) {
       b->discarded += b->len - b->cap;
       b->len = b->cap;
@@ -271,18 +236,28 @@ bool ks__adopt_parked(struct ks_sup *sup, struct ks_box *box) {
     if (box->req.stream[s] && b->len > 0)
       sup->hooks.on_output(sup->ctx, box, (enum ks_stream) s, b->data, b->len);
   }
-  memcpy(box->res.started, p->res.started, sizeof box->res.started);
-  box->res.nstarted = p->res.nstarted;
-  /* `kern stop` must name the box that runs, with the environment its kern
-   * had (a claim whose caller sent its argv brings neither). */
-  stop = box->req.stop_argv;
-  box->req.stop_argv = p->req.stop_argv;
-  p->req.stop_argv = stop;
-  stop = box->req.envp;
-  box->req.envp = p->req.envp;
-  p->req.envp = stop;
+}
+
+/* Runs the claiming call in the parked box of its claim key, if that is
+ * still parked: the call takes its kern (ks__kern_attach) and runs from
+ * now, its deadline and duration counted from the call. */
+bool ks__adopt_parked(struct ks_sup *sup, struct ks_box *box) {
+  struct ks_box *p = ks__find_parked(sup, box->req.claim_key);
+  uint64_t now;
+
+  if (p == NULL || p->state != KS_BOX_PARKED || p->kern->ctl < 0 || ks__box_cancelled(sup, p))
+    return false;
+  now = ks_now_ns();
+  ks__box_to(box, KS_BOX_RUNNING);
+  ks__kern_attach(sup, box, p);
+  /* The call's message first: the box starts it at once. */
+  ks__send_spec(sup, box);
+  ks__ip_claimed(sup, box); /* a Python box's RUN, a kernel's first cells */
+  /* A parked box's channel may have been left unwatched (ks__spawn_watch). */
+  if (!box->kern->ctl_out && box->kern->ctl >= 0)
+    (void) ks_loop_watch_mod(&sup->loop, box->kern->ctl, &box->kern->ctl_watch, EPOLLIN);
   box->start_ns = now;
-  box->deadline_ns = box->req.kernel_key != 0 ? UINT64_MAX : now + box->req.timeout_ns;
+  ks__box_deadline(sup, box, box->req.kernel_key != 0 ? UINT64_MAX : now + box->req.timeout_ns);
   box->res.prewarmed = true;
   ks__live_unlink(sup, p);
   ks__live_link(sup, box);
@@ -296,7 +271,7 @@ bool ks__adopt_parked(struct ks_sup *sup, struct ks_box *box) {
     ks__after_box(sup, p);
   else
     box->claimed = p;
-  if (box->res.reported)
+  if (box->kern->said.reported)
     ks__on_report(sup, box);
   return true;
 }

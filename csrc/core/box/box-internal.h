@@ -18,10 +18,16 @@ static inline void ks__free_strv(char **v) { free(v); }
 
 /* box.c */
 
+/* Frees a kern part: closes what it still holds (NULL: nothing). */
+void ks__kern_free(struct ks__kern *k);
+/* The call's result takes what its kern said (struct ks__said): at its end,
+ * before it is handed back. */
+void ks__call_take_said(struct ks_box *box);
+
 void ks__live_link(struct ks_sup *sup, struct ks_box *box);
 void ks__live_unlink(struct ks_sup *sup, struct ks_box *box);
 /* Points the box's pipe and pidfd watches at it. */
-void ks__box_watches(struct ks_box *box);
+void ks__box_watches(struct ks__kern *k);
 /* The box could not start (err): it goes back to its caller. */
 void ks__report_spawn_failure(struct ks_sup *sup, struct ks_box *box, const struct ks_err *err);
 /* Starts a box taken from the loop: cold, parked, or in the parked box it
@@ -34,10 +40,11 @@ bool ks__box_cancelled(struct ks_sup *sup, const struct ks_box *box);
 /* Our deadline fired (timeout), or the box's session was closed or its call
  * aborted: kern goes now. */
 void ks__kill_box(struct ks_sup *sup, struct ks_box *box, uint64_t now, bool timeout);
-/* Deadlines, and boxes ready to hand back. Runs after each turn's events. */
+/* Sets the box's deadline_ns and arms its timer for it (UINT64_MAX: none). */
+void ks__box_deadline(struct ks_sup *sup, struct ks_box *box, uint64_t at);
+/* Settles, cancels, drained boxes and finished tails: what no timer says.
+ * Runs after each turn's events and timers. */
 void ks__sweep(struct ks_sup *sup, uint64_t now);
-/* The earliest deadline of a box, tail, helper or cell (UINT64_MAX: none). */
-uint64_t ks__next_deadline(struct ks_sup *sup);
 /* The next cold box's descriptors (kit.h): published for the leak census,
  * made again while the thread has nothing else to do. */
 void ks__kit_publish(struct ks_sup *sup);
@@ -46,7 +53,7 @@ void ks__kit_refill(struct ks_sup *sup, uint64_t now);
 /* box-claim.c */
 
 /* Watches the box's channel (ctl) for it. */
-void ks__ctl_watch(struct ks_box *box);
+void ks__ctl_watch(struct ks__kern *k);
 /* Writes what is left of the spec frame; EPOLLOUT carries on from there. */
 void ks__send_spec(struct ks_sup *sup, struct ks_box *box);
 /* Reads the channel: spec room (EPOLLOUT), frames, the init's report. */
@@ -57,8 +64,9 @@ void ks__usage_from_report(struct ks_box *box, const struct ks_init_report *rep)
 void ks__settle_early(struct ks_sup *sup, struct ks_box *box, uint64_t now);
 /* The live prewarm box of this park key, or NULL. */
 struct ks_box *ks__find_parked(struct ks_sup *sup, uint64_t key);
-/* Runs the claiming box in the parked box of its claim key, if that is
- * still parked: true; false if it is not (the box then starts cold). */
+/* Runs the claiming call in the kern of the parked box of its claim key,
+ * if that is still parked (the kern is attached to the call whole): true;
+ * false if it is not (the call then starts cold). */
 bool ks__adopt_parked(struct ks_sup *sup, struct ks_box *box);
 
 /* box-tail.c */

@@ -112,6 +112,7 @@ void ks__after_box(struct ks_sup *sup, struct ks_box *box) {
   struct ks_box *p = box->claimed;
 
   box->claimed = NULL;
+  ks__call_take_said(box);
   ks__box_to(box, KS_BOX_ENDED); /* from here on the box is the caller's */
   if (!(sup->off & KS_SUP_OFF_INLINE_ENDS) && ks__end_inline(box))
     sup->hooks.on_done(sup->ctx, box);

@@ -20,6 +20,12 @@
 
 static void ks__aux_on_exit(void *ctx, struct ks_watch *w, uint32_t events, uint64_t now);
 
+/* The helper outlived its deadline: killed, and reaped if it can be. */
+static void ks__aux_due(void *ctx, struct ks_timer *t, uint64_t now) {
+  (void) now;
+  ks__aux_release(ctx, t->owner, 0);
+}
+
 static void ks__aux_adopt(struct ks_sup *sup, struct ks_proc *proc, uint64_t deadline_ns) {
   struct ks__aux *a = calloc(1, sizeof *a);
   if (a == NULL) {
@@ -31,11 +37,13 @@ static void ks__aux_adopt(struct ks_sup *sup, struct ks_proc *proc, uint64_t dea
   a->deadline_ns = deadline_ns;
   a->watch.fn = ks__aux_on_exit;
   a->watch.owner = a;
+  ks_timer_init(&a->timer, ks__aux_due, a);
   if (ks_loop_watch_add(&sup->loop, a->proc.pidfd, &a->watch) < 0) {
     ks_proc_kill_and_release(&a->proc, 0);
     free(a);
     return;
   }
+  ks_loop_timer_arm(&sup->loop, &a->timer, deadline_ns);
   a->next = sup->aux;
   if (sup->aux != NULL)
     sup->aux->prev = a;
@@ -51,6 +59,7 @@ void ks__aux_release(struct ks_sup *sup, struct ks__aux *a, int wait_ms) {
   if (a->next != NULL)
     a->next->prev = a->prev;
   atomic_fetch_sub(&sup->aux_count, 1);
+  ks_loop_timer_disarm(&sup->loop, &a->timer);
   if (a->proc.pidfd >= 0)
     ks_loop_watch_del(&sup->loop, a->proc.pidfd);
   /* A helper that SIGKILL cannot end within wait_ms is waited for
@@ -107,25 +116,26 @@ static void ks__run_stop(struct ks_sup *sup, const char *path, int exec_fd, char
  * ends. Without memory for the entry it starts now. */
 void ks__queue_stop(struct ks_sup *sup, struct ks_box *box, struct ks__stop **stops) {
   struct ks_box_request *req = &box->req;
+  struct ks__kern *k = box->kern;
   struct ks__stop *stop;
 
-  if (!ks__box_was_killed(box) || req->stop_argv == NULL)
+  if (!ks__box_was_killed(box) || k->stop_argv == NULL)
     return;
   stop = calloc(1, sizeof *stop);
   if (stop != NULL)
     stop->path = strdup(req->path);
   if (stop == NULL || stop->path == NULL) {
     free(stop);
-    ks__run_stop(sup, req->path, req->exec_fd, req->stop_argv, req->envp);
+    ks__run_stop(sup, req->path, req->exec_fd, k->stop_argv, k->envp);
     return;
   }
   atomic_fetch_add(&sup->stops_queued, 1);
   stop->exec_fd = req->exec_fd;
-  stop->argv = req->stop_argv;
-  stop->envp = req->envp;
+  stop->argv = k->stop_argv;
+  stop->envp = k->envp;
   req->exec_fd = 0;
-  req->stop_argv = NULL;
-  req->envp = NULL;
+  k->stop_argv = NULL;
+  k->envp = NULL;
   stop->next = *stops;
   *stops = stop;
 }
@@ -163,6 +173,7 @@ void ks__tail_free(struct ks_sup *sup, struct ks__tail *t) {
     sup->tails = t->next;
   if (t->next != NULL)
     t->next->prev = t->prev;
+  ks_loop_timer_disarm(&sup->loop, &t->timer);
   for (int i = 0; i < KS__TAIL_FDS; i++)
     ks_loop_watch_close(&sup->loop, &t->fd[i]);
   if (t->exec_fd > 2)
@@ -174,6 +185,16 @@ void ks__tail_free(struct ks_sup *sup, struct ks__tail *t) {
   atomic_fetch_sub(&sup->tail_count, 1);
 }
 
+/* kern's teardown outlived the tail's grace, unless it was reaped in
+ * this turn's batch (the sweep would free it). */
+static void ks__tail_due(void *ctx, struct ks_timer *timer, uint64_t now) {
+  struct ks__tail *t = timer->owner;
+  if (t->reaped)
+    ks__tail_free(ctx, t);
+  else
+    ks__tail_expire(ctx, t, now);
+}
+
 struct ks__tail *ks__tail_adopt(struct ks_sup *sup, struct ks_box *box, uint64_t now) {
   struct ks__tail *t = calloc(1, sizeof *t);
   char *path = t != NULL ? strdup(box->req.path) : NULL;
@@ -181,33 +202,35 @@ struct ks__tail *ks__tail_adopt(struct ks_sup *sup, struct ks_box *box, uint64_t
   if (path == NULL) {
     /* No memory to wait for it: end it as a timed-out box is ended. */
     free(t);
-    (void) ks_proc_signal_group(&box->proc, SIGKILL);
-    ks_loop_watch_del(&sup->loop, box->proc.pidfd);
-    ks_proc_kill_and_release(&box->proc, 0);
+    (void) ks_proc_signal_group(&box->kern->proc, SIGKILL);
+    ks_loop_watch_del(&sup->loop, box->kern->proc.pidfd);
+    ks_proc_kill_and_release(&box->kern->proc, 0);
     for (int i = 0; i < KS__BOX_PIPES; i++)
-      ks_loop_watch_close(&sup->loop, &box->fd[i]);
-    ks_loop_watch_close(&sup->loop, &box->ctl);
-    if (box->req.stop_argv != NULL)
-      ks__run_stop(sup, box->req.path, box->req.exec_fd, box->req.stop_argv, box->req.envp);
+      ks_loop_watch_close(&sup->loop, &box->kern->fd[i]);
+    ks_loop_watch_close(&sup->loop, &box->kern->ctl);
+    if (box->kern->stop_argv != NULL)
+      ks__run_stop(sup, box->req.path, box->req.exec_fd, box->kern->stop_argv, box->kern->envp);
     return NULL;
   }
   t->path = path;
-  t->proc = box->proc;
-  box->proc = (struct ks_proc) KS_PROC_INIT;
-  ks_proc_kids_close(&box->kids); /* kern ends its watchdog itself at its exit */
+  t->proc = box->kern->proc;
+  box->kern->proc = (struct ks_proc) KS_PROC_INIT;
+  ks_proc_kids_close(&box->kern->kids); /* kern ends its watchdog itself at its exit */
   for (int i = 0; i < KS__BOX_PIPES; i++) {
-    t->fd[i] = box->fd[i];
-    box->fd[i] = -1;
+    t->fd[i] = box->kern->fd[i];
+    box->kern->fd[i] = -1;
   }
-  t->fd[KS__BOX_PIPES] = box->ctl;
-  box->ctl = -1;
+  t->fd[KS__BOX_PIPES] = box->kern->ctl;
+  box->kern->ctl = -1;
   t->deadline_ns = now + KS__TAIL_GRACE_NS;
+  ks_timer_init(&t->timer, ks__tail_due, t);
+  ks_loop_timer_arm(&sup->loop, &t->timer, t->deadline_ns);
   t->exec_fd = box->req.exec_fd;
   box->req.exec_fd = 0;
-  t->stop_argv = box->req.stop_argv;
-  box->req.stop_argv = NULL;
-  t->envp = box->req.envp;
-  box->req.envp = NULL;
+  t->stop_argv = box->kern->stop_argv;
+  box->kern->stop_argv = NULL;
+  t->envp = box->kern->envp;
+  box->kern->envp = NULL;
   ks__tail_link(sup, t);
   return t;
 }

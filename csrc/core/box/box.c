@@ -1,12 +1,14 @@
 /* A box's life on the supervisor thread (boxstate.h): its spawn, its pipes
- * and started bytes, kern's exit, the kill at a deadline or cancel, the
- * drain, and the sweep after each turn that moves boxes on by time.
+ * and started bytes, kern's exit, the kill at a deadline (its timer) or a
+ * cancel, the drain, and the sweep after each turn.
  *
- * Ownership: a box belongs to the submitter until ks_sup_submit, then to the
- * supervisor thread (a command on the loop, then the live list) until
- * on_done hands it back. Only the supervisor thread touches a submitted box.
- * A box is never freed in the middle of an epoll batch, so no event of the
- * batch can point at freed memory. */
+ * Ownership: a box (a call) and its kern part belong to the submitter until
+ * ks_sup_submit, then to the supervisor thread (a command on the loop, then
+ * the live list) until on_done hands the box back; a kern part goes with
+ * the call that holds it at the end, and is freed with it (ks_box_free).
+ * Only the supervisor thread touches a submitted box. A box is never freed
+ * in the middle of an epoll batch, so no event of the batch can point at
+ * freed memory. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -44,11 +46,70 @@ void ks_box_request_free(struct ks_box_request *req) {
   memset(req, 0, sizeof *req);
 }
 
+/* A kern part not started yet: nothing open. The box's request says
+ * whether it will be a kernel's (its cells) and what its interpreter
+ * reader may take. */
+static struct ks__kern *ks__kern_new(struct ks_box *box) {
+  struct ks__kern *k = calloc(1, sizeof *k);
+  if (k == NULL)
+    return NULL;
+  k->box = box;
+  k->proc = (struct ks_proc) KS_PROC_INIT;
+  for (int i = 0; i < KS__BOX_PIPES; i++)
+    k->fd[i] = -1;
+  k->ctl = -1;
+  k->release = -1;
+  k->pending_fd[0] = k->pending_fd[1] = -1;
+  k->workload_pidfd = -1;
+  ks_chan_init(&k->chan);
+  ks_outbuf_init(&k->said.out[KS_STDOUT], box->req.cap);
+  ks_outbuf_init(&k->said.out[KS_STDERR], box->req.cap);
+  if (ks__ip_kern_init(k, &box->req) < 0) {
+    free(k);
+    return NULL;
+  }
+  return k;
+}
+
+void ks__kern_free(struct ks__kern *k) {
+  if (k == NULL)
+    return;
+  ks_proc_kids_close(&k->kids);
+  if (k->ctl >= 0)
+    ks_close_keep_errno(k->ctl);
+  if (k->release >= 0) {
+    /* The init waits for this after its report: now it may exit, and kern's
+     * teardown begins (the caller has the result). */
+    (void) shutdown(k->release, SHUT_WR);
+    ks_close_keep_errno(k->release);
+  }
+  for (int i = 0; i < 2; i++) {
+    if (k->pending_fd[i] >= 0)
+      ks_close_keep_errno(k->pending_fd[i]);
+  }
+  if (k->workload_pidfd >= 0)
+    ks_close_keep_errno(k->workload_pidfd);
+  ks__ip_kern_free(k);
+  ks_outbuf_free(&k->said.out[KS_STDOUT]);
+  ks_outbuf_free(&k->said.out[KS_STDERR]);
+  ks__free_strv(k->stop_argv);
+  ks__free_strv(k->envp);
+  free(k);
+}
+
+static void ks__box_due(void *ctx, struct ks_timer *t, uint64_t now);
+
 struct ks_box *ks_box_new(struct ks_box_request *req, void *user) {
   struct ks_box *box = calloc(1, sizeof *box);
   if (box == NULL)
     return NULL;
   box->req = *req;
+  box->kern = ks__kern_new(box);
+  if (box->kern == NULL) {
+    memset(&box->req, 0, sizeof box->req); /* the caller keeps its request */
+    free(box);
+    return NULL;
+  }
   memset(req, 0, sizeof *req);
   if (box->req.has_begun) {
     box->wcall = box->req.begun; /* the call counts from before the argv went out */
@@ -57,15 +118,8 @@ struct ks_box *ks_box_new(struct ks_box_request *req, void *user) {
   }
   box->user = user;
   box->cmd.kind = KS__CMD_BOX;
-  box->proc = (struct ks_proc) KS_PROC_INIT;
-  for (int i = 0; i < KS__BOX_PIPES; i++)
-    box->fd[i] = -1;
-  box->ctl = -1;
-  box->release = -1;
-  box->pending_fd[0] = box->pending_fd[1] = -1;
-  box->workload_pidfd = -1;
-  ks_chan_init(&box->chan);
-  ks__ip_box_init(box);
+  box->deadline_ns = UINT64_MAX;
+  ks_timer_init(&box->timer, ks__box_due, box);
   ks_results_init(&box->res.results, box->req.result_max);
   ks_outbuf_init(&box->res.out[KS_STDOUT], box->req.cap);
   ks_outbuf_init(&box->res.out[KS_STDERR], box->req.cap);
@@ -81,39 +135,46 @@ bool ks_box_request_scans(const struct ks_box *box) { return box->req.watch != N
 struct ks_box_result *ks_box_result(struct ks_box *box) { return &box->res; }
 
 int ks_box_take_release(struct ks_box *box) {
-  int fd = box->release;
-  box->release = -1;
+  int fd = -1;
+  if (box->kern != NULL) {
+    fd = box->kern->release;
+    box->kern->release = -1;
+  }
   return fd;
 }
 
 void ks_box_free(struct ks_box *box) {
   if (box == NULL)
     return;
-  ks_proc_kids_close(&box->kids);
   /* Only at engine shutdown can a box still hold an open call here. */
   if (box->wcall_open)
     ks_ws_watch_abandon(box->req.watch, &box->wcall);
-  if (box->ctl >= 0)
-    ks_close_keep_errno(box->ctl);
-  if (box->release >= 0) {
-    /* The init waits for this after its report: now it may exit, and kern's
-     * teardown begins (the caller has the result). */
-    (void) shutdown(box->release, SHUT_WR);
-    ks_close_keep_errno(box->release);
-  }
-  for (int i = 0; i < 2; i++) {
-    if (box->pending_fd[i] >= 0)
-      ks_close_keep_errno(box->pending_fd[i]);
-  }
-  if (box->workload_pidfd >= 0)
-    ks_close_keep_errno(box->workload_pidfd);
-  ks__ip_box_free(box);
+  ks__kern_free(box->kern);
   ks_results_free(&box->res.results);
   ks_box_request_free(&box->req);
   free(box->res.changes);
   ks_outbuf_free(&box->res.out[KS_STDOUT]);
   ks_outbuf_free(&box->res.out[KS_STDERR]);
   free(box);
+}
+
+void ks__call_take_said(struct ks_box *box) {
+  struct ks__said *said;
+
+  if (box->kern == NULL)
+    return;
+  said = &box->kern->said;
+  for (int s = 0; s < 2; s++) {
+    struct ks_outbuf o = box->res.out[s];
+    box->res.out[s] = said->out[s];
+    said->out[s] = o;
+  }
+  memcpy(box->res.started, said->started, sizeof box->res.started);
+  box->res.nstarted = said->nstarted;
+  box->res.taken = said->taken;
+  box->res.reported = said->reported;
+  box->res.report_end = said->report_end;
+  box->res.report_value = said->report_value;
 }
 
 /* ---- the live list ----------------------------------------------------- */
@@ -135,7 +196,13 @@ void ks__live_unlink(struct ks_sup *sup, struct ks_box *box) {
   if (box->next != NULL)
     box->next->prev = box->prev;
   box->next = box->prev = NULL;
+  ks_loop_timer_disarm(&sup->loop, &box->timer); /* only a live box is timed */
   atomic_fetch_sub(&sup->live_count, 1);
+}
+
+void ks__box_deadline(struct ks_sup *sup, struct ks_box *box, uint64_t at) {
+  box->deadline_ns = at;
+  ks_loop_timer_arm(&sup->loop, &box->timer, at);
 }
 
 /* ---- spawning ---------------------------------------------------------- */
@@ -201,7 +268,7 @@ static int ks__spawn_kern(struct ks_sup *sup, struct ks_box *box, int pipes[][2]
     plan.nfds = KS_BOX_ENV_FD + 1;
   }
   box->start_ns = ks_now_ns();
-  return ks_proc_spawn(&plan, &box->proc, err);
+  return ks_proc_spawn(&plan, &box->kern->proc, err);
 }
 
 /* Moves the read ends and our end of the channel into the spawned box and
@@ -211,34 +278,34 @@ static int ks__spawn_watch(struct ks_sup *sup, struct ks_box *box, int pipes[][2
                            bool shared, struct ks_err *err) {
   int r = 0;
 
-  ks__box_watches(box);
+  ks__box_watches(box->kern);
   for (int i = 0; i < KS__BOX_PIPES; i++)
-    box->fd[i] = ks_take_fd(&pipes[i][0]);
+    box->kern->fd[i] = ks_take_fd(&pipes[i][0]);
   for (int i = 0; i < KS__BOX_PIPES && r == 0; i++)
-    r = ks_loop_watch_add(&sup->loop, box->fd[i], &box->watch[i]);
+    r = ks_loop_watch_add(&sup->loop, box->kern->fd[i], &box->kern->watch[i]);
   if (r == 0)
-    r = ks_loop_watch_add(&sup->loop, box->proc.pidfd, &box->watch[KS__BOX_PIPES]);
+    r = ks_loop_watch_add(&sup->loop, box->kern->proc.pidfd, &box->kern->watch[KS__BOX_PIPES]);
   if (r == 0 && chan[0] >= 0) {
-    box->ctl = ks_take_fd(&chan[0]);
-    ks__ctl_watch(box);
-    r = ks_loop_watch_add(&sup->loop, box->ctl, &box->ctl_watch);
+    box->kern->ctl = ks_take_fd(&chan[0]);
+    ks__ctl_watch(box->kern);
+    r = ks_loop_watch_add(&sup->loop, box->kern->ctl, &box->kern->ctl_watch);
     /* A parked box whose caller sends the spec itself says nothing before
      * its TAKEN, which we need only when the box ends (ks__finish_box
      * reads it then) or once a claim has taken it over (which watches
      * for it again): waking for it would only take the CPU the call's
      * workload is starting on. */
     if (r == 0 && shared && box->req.park_key != 0)
-      r = ks_loop_watch_mod(&sup->loop, box->ctl, &box->ctl_watch, 0);
+      r = ks_loop_watch_mod(&sup->loop, box->kern->ctl, &box->kern->ctl_watch, 0);
   }
   if (r == 0)
     return 0;
   ks_err_set(err, -r, "epoll_ctl", NULL);
-  if (box->proc.pidfd >= 0)
-    ks_loop_watch_del(&sup->loop, box->proc.pidfd);
-  ks_proc_kill_and_release(&box->proc, 0);
+  if (box->kern->proc.pidfd >= 0)
+    ks_loop_watch_del(&sup->loop, box->kern->proc.pidfd);
+  ks_proc_kill_and_release(&box->kern->proc, 0);
   for (int i = 0; i < KS__BOX_PIPES; i++)
-    ks_loop_watch_close(&sup->loop, &box->fd[i]);
-  ks_loop_watch_close(&sup->loop, &box->ctl);
+    ks_loop_watch_close(&sup->loop, &box->kern->fd[i]);
+  ks_loop_watch_close(&sup->loop, &box->kern->ctl);
   return -1;
 }
 
@@ -281,13 +348,20 @@ void ks__spawn_box(struct ks_sup *sup, struct ks_box *box) {
     ks__report_spawn_failure(sup, box, &err);
     return;
   }
+  /* kern's `kern stop` and environment are its own from now on: a call
+   * that claims it has neither. */
+  box->kern->stop_argv = box->req.stop_argv;
+  box->req.stop_argv = NULL;
+  box->kern->envp = box->req.envp;
+  box->req.envp = NULL;
   ks__box_to(box, ks__box_prewarm(box) ? KS_BOX_PARKED : KS_BOX_RUNNING);
   if (box->state == KS_BOX_PARKED)
-    box->deadline_ns = UINT64_MAX; /* no call: no deadline until one claims it */
+    ks__box_deadline(sup, box, UINT64_MAX); /* no call: no deadline until one claims it */
   else if (box->req.kernel_key != 0)
-    box->deadline_ns = UINT64_MAX; /* a kernel lives until closed; its cells have deadlines */
+    ks__box_deadline(sup, box, UINT64_MAX); /* a kernel lives until closed; its cells
+                                              * have deadlines */
   else
-    box->deadline_ns = box->start_ns + box->req.timeout_ns;
+    ks__box_deadline(sup, box, box->start_ns + box->req.timeout_ns);
   ks__live_link(sup, box);
   if (box->state == KS_BOX_RUNNING && box->req.spec != NULL)
     ks__send_spec(sup, box);
@@ -303,10 +377,10 @@ void ks__spawn_box(struct ks_sup *sup, struct ks_box *box) {
 #define KS__PIPE_GROWN (1u << 20)
 
 static void ks__maybe_grow_pipe(struct ks_box *box, enum ks_stream s, size_t drained) {
-  if (box->pipe_grown[s] || drained < KS__PIPE_HEAVY || box->fd[s] < 0)
+  if (box->kern->pipe_grown[s] || drained < KS__PIPE_HEAVY || box->kern->fd[s] < 0)
     return;
-  box->pipe_grown[s] = true;
-  (void) fcntl(box->fd[s], F_SETPIPE_SZ, (int) KS__PIPE_GROWN);
+  box->kern->pipe_grown[s] = true;
+  (void) fcntl(box->kern->fd[s], F_SETPIPE_SZ, (int) KS__PIPE_GROWN);
 }
 
 static void ks__emit_box_output(void *ctx, void *owner, int s, const char *data, size_t len) {
@@ -315,27 +389,27 @@ static void ks__emit_box_output(void *ctx, void *owner, int s, const char *data,
 }
 
 void ks__drain_output(struct ks_sup *sup, struct ks_box *box, enum ks_stream s, size_t budget) {
-  size_t done = ks_loop_drain(&sup->loop, &box->fd[s], &box->res.out[s], box->req.stream[s],
-                              ks__emit_box_output, box, (int) s, budget);
-  if (box->fd[s] >= 0 && done < budget)
+  size_t done = ks_loop_drain(&sup->loop, &box->kern->fd[s], &box->kern->said.out[s],
+                              box->req.stream[s], ks__emit_box_output, box, (int) s, budget);
+  if (box->kern->fd[s] >= 0 && done < budget)
     ks__maybe_grow_pipe(box, s, done); /* drained to EAGAIN */
 }
 
 static void ks__drain_started(struct ks_sup *sup, struct ks_box *box) {
   unsigned char buf[64];
 
-  while (box->fd[2] >= 0) {
-    ssize_t n = read(box->fd[2], buf, sizeof buf);
+  while (box->kern->fd[2] >= 0) {
+    ssize_t n = read(box->kern->fd[2], buf, sizeof buf);
     if (n > 0) {
       /* kern forked its watchdog before the box, so it is there now: a
        * parked box's kern's children are pinned here, off any call's path,
        * and close() of an idle session reads no /proc to kill them. */
-      if (box->state == KS_BOX_PARKED && box->res.nstarted == 0)
-        ks_proc_pin_kids(&box->proc, &box->kids);
+      if (box->state == KS_BOX_PARKED && box->kern->said.nstarted == 0)
+        ks_proc_pin_kids(&box->kern->proc, &box->kern->kids);
       for (ssize_t i = 0; i < n; i++) {
-        if (box->res.nstarted < sizeof box->res.started)
-          box->res.started[box->res.nstarted] = buf[i];
-        box->res.nstarted++;
+        if (box->kern->said.nstarted < sizeof box->kern->said.started)
+          box->kern->said.started[box->kern->said.nstarted] = buf[i];
+        box->kern->said.nstarted++;
       }
       continue;
     }
@@ -343,7 +417,7 @@ static void ks__drain_started(struct ks_sup *sup, struct ks_box *box) {
       continue;
     if (n < 0 && errno == EAGAIN)
       break;
-    ks_loop_watch_close(&sup->loop, &box->fd[2]);
+    ks_loop_watch_close(&sup->loop, &box->kern->fd[2]);
   }
 }
 
@@ -360,24 +434,25 @@ static void ks__on_kern_exit(struct ks_sup *sup, struct ks_box *box, uint64_t no
   /* kern is a zombie now, so its group id is still pinned: take down
    * whatever it left in its group (a helper, a holder of our pipes) before
    * the reap frees the id. */
-  (void) ks_proc_signal_group(&box->proc, SIGKILL);
-  r = ks_proc_try_reap(&box->proc, &status, &box->res.usage);
+  (void) ks_proc_signal_group(&box->kern->proc, SIGKILL);
+  r = ks_proc_try_reap(&box->kern->proc, &status, &box->res.usage);
   if (r == 0)
     return; /* not reapable yet; the pidfd will report again */
   box->res.status_known = (r == 1);
   box->res.wait_status = status;
   ks__box_to(box, KS_BOX_DRAINING);
   box->res.duration_ns = now - box->start_ns;
-  box->deadline_ns = now + KS__DRAIN_GRACE_NS;
-  ks_loop_watch_del(&sup->loop, box->proc.pidfd);
-  ks_proc_close(&box->proc);
+  ks__box_deadline(sup, box, now + KS__DRAIN_GRACE_NS);
+  ks_loop_watch_del(&sup->loop, box->kern->proc.pidfd);
+  ks_proc_close(&box->kern->proc);
 }
 
 /* A box's pipe: watch[0] and [1] its stdout and stderr, [2] the started
  * bytes. */
 static void ks__on_box_pipe(void *ctx, struct ks_watch *w, uint32_t events, uint64_t now) {
-  struct ks_box *box = w->owner;
-  int i = (int) (w - box->watch);
+  struct ks__kern *k = w->owner;
+  struct ks_box *box = k->box;
+  int i = (int) (w - k->watch);
 
   (void) events;
   (void) now;
@@ -389,17 +464,18 @@ static void ks__on_box_pipe(void *ctx, struct ks_watch *w, uint32_t events, uint
 
 /* kern's pidfd (watch[KS__BOX_PIPES]): it exited. */
 static void ks__on_pidfd(void *ctx, struct ks_watch *w, uint32_t events, uint64_t now) {
+  struct ks__kern *k = w->owner;
   (void) events;
-  ks__on_kern_exit(ctx, w->owner, now);
+  ks__on_kern_exit(ctx, k->box, now);
 }
 
-void ks__box_watches(struct ks_box *box) {
+void ks__box_watches(struct ks__kern *k) {
   for (int i = 0; i < KS__BOX_PIPES; i++) {
-    box->watch[i].fn = ks__on_box_pipe;
-    box->watch[i].owner = box;
+    k->watch[i].fn = ks__on_box_pipe;
+    k->watch[i].owner = k;
   }
-  box->watch[KS__BOX_PIPES].fn = ks__on_pidfd;
-  box->watch[KS__BOX_PIPES].owner = box;
+  k->watch[KS__BOX_PIPES].fn = ks__on_pidfd;
+  k->watch[KS__BOX_PIPES].owner = k;
 }
 
 bool ks__box_cancelled(struct ks_sup *sup, const struct ks_box *box) {
@@ -415,11 +491,11 @@ void ks__kill_box(struct ks_sup *sup, struct ks_box *box, uint64_t now, bool tim
     box->res.timed_out = true;
   else
     box->res.cancelled = true;
-  box->deadline_ns = now + KS__KILL_GRACE_NS;
+  ks__box_deadline(sup, box, now + KS__KILL_GRACE_NS);
   /* Group first, while kern (unreaped) still pins the group id. kern's
    * die-with-parent chain takes the box down with it; its watchdog, in a
    * session of its own, is killed with it (ks_proc_kill_tree). */
-  ks_proc_kill_tree(&box->proc, &box->kids);
+  ks_proc_kill_tree(&box->kern->proc, &box->kern->kids);
 }
 
 /* kern outlived its SIGKILL by the grace period: it is frozen, or stuck in
@@ -427,16 +503,16 @@ void ks__kill_box(struct ks_sup *sup, struct ks_box *box, uint64_t now, bool tim
  * the kernel lets it. Its call settles now; a thread of its own waits for
  * it, so this one never blocks on it. */
 static void ks__abandon_kern(struct ks_sup *sup, struct ks_box *box, uint64_t now) {
-  ks_loop_watch_del(&sup->loop, box->proc.pidfd);
+  ks_loop_watch_del(&sup->loop, box->kern->proc.pidfd);
   ks__box_to(box, KS_BOX_DRAINING);
   box->res.status_known = false;
   box->res.duration_ns = now - box->start_ns;
-  box->deadline_ns = now;
-  ks_proc_kill_and_release(&box->proc, 0);
+  ks__box_deadline(sup, box, now);
+  ks_proc_kill_and_release(&box->kern->proc, 0);
 }
 
-static void ks__finish_box(struct ks_sup *sup, struct ks_box *box, struct ks__stop **stops) {
-  ks_proc_kids_close(&box->kids); /* kern has exited: nothing of it to kill */
+static void ks__finish_box(struct ks_sup *sup, struct ks_box *box) {
+  ks_proc_kids_close(&box->kern->kids); /* kern has exited: nothing of it to kill */
   ks__ip_drain(sup, box, ks_now_ns());
   ks__ip_box_end(sup, box,
                  ks__box_was_killed(box) ? "the kernel's box was killed" : "the kernel's box ended");
@@ -444,27 +520,27 @@ static void ks__finish_box(struct ks_sup *sup, struct ks_box *box, struct ks__st
   ks__drain_output(sup, box, KS_STDOUT, KS__READ_BUDGET);
   ks__drain_output(sup, box, KS_STDERR, KS__READ_BUDGET);
   ks__drain_started(sup, box);
-  if (box->ctl >= 0)
+  if (box->kern->ctl >= 0)
     ks__on_ctl(sup, box, EPOLLIN); /* a report still unread */
   for (int i = 0; i < KS__BOX_PIPES; i++)
-    ks_loop_watch_close(&sup->loop, &box->fd[i]);
-  ks_loop_watch_close(&sup->loop, &box->ctl);
-  if (box->final_done) {
+    ks_loop_watch_close(&sup->loop, &box->kern->fd[i]);
+  ks_loop_watch_close(&sup->loop, &box->kern->ctl);
+  if (box->kern->final_done) {
     /* kern ended before the sweep could settle at the final DONE: the exit
      * is DONE's (the interpreter died of our SIGKILL after it). */
     box->res.status_known = true;
-    box->res.wait_status = (ks_chan_exit_code(&box->final_rep) & 0xff) << 8;
-    ks__usage_from_report(box, &box->final_rep);
-  } else if (box->res.reported) {
-    ks__usage_from_report(box, &box->chan.rep);
+    box->res.wait_status = (ks_chan_exit_code(&box->kern->final_rep) & 0xff) << 8;
+    ks__usage_from_report(box, &box->kern->final_rep);
+  } else if (box->kern->said.reported) {
+    ks__usage_from_report(box, &box->kern->chan.rep);
   }
   ks__live_unlink(sup, box);
-  ks__queue_stop(sup, box, stops);
+  ks__queue_stop(sup, box, &sup->stops);
   ks__after_box(sup, box);
 }
 
 static bool ks__box_quiet(const struct ks_box *box) {
-  return box->fd[0] < 0 && box->fd[1] < 0 && box->fd[2] < 0;
+  return box->kern->fd[0] < 0 && box->kern->fd[1] < 0 && box->kern->fd[2] < 0;
 }
 
 /* A recycled prewarm box: killed if still parked; a key whose box has gone
@@ -481,10 +557,27 @@ static void ks__drop_parked(void *arg, uint64_t key) {
     ks__kill_box(c->sup, p, c->now, false);
 }
 
+/* The box's deadline (ks__box_deadline) is due: the call's, the kill
+ * grace's or the drain grace's end, by its state. A box settling at its
+ * report is left to the sweep of this turn, which settles it first, as a
+ * report that came before the deadline's turn ends wins over it. */
+static void ks__box_due(void *ctx, struct ks_timer *t, uint64_t now) {
+  struct ks_sup *sup = ctx;
+  struct ks_box *box = t->owner;
+
+  if (box->state == KS_BOX_SETTLING)
+    return;
+  if (ks__box_alive(box))
+    ks__kill_box(sup, box, now, true);
+  else if (box->state == KS_BOX_KILLED)
+    ks__abandon_kern(sup, box, now); /* its drain grace ends at once: finished below */
+  if (box->state == KS_BOX_DRAINING && now >= box->deadline_ns)
+    ks__finish_box(sup, box);
+}
+
 void ks__sweep(struct ks_sup *sup, uint64_t now) {
   struct ks_box *box = sup->live;
-  struct ks__aux *a = sup->aux;
-  struct ks__stop *stops = NULL;
+  struct ks__stop *stops;
   bool cancels;
 
   struct ks__drop_ctx drop = {.sup = sup, .now = now};
@@ -492,6 +585,8 @@ void ks__sweep(struct ks_sup *sup, uint64_t now) {
   cancels = ks_keys_any(&sup->keys);
   ks_keys_take_drops(&sup->keys, ks__drop_parked, &drop);
 
+  /* Deadlines are the timers' (ks__box_due, fired before this); what is
+   * left is what no clock says: settles, cancels, drained boxes. */
   while (box != NULL) {
     struct ks_box *next = box->next;
     if (box->state == KS_BOX_SETTLING) {
@@ -499,49 +594,21 @@ void ks__sweep(struct ks_sup *sup, uint64_t now) {
       box = next;
       continue;
     }
-    if (ks__box_alive(box) && now >= box->deadline_ns)
-      ks__kill_box(sup, box, now, true);
-    else if (ks__box_alive(box) && cancels && ks__box_cancelled(sup, box))
+    if (ks__box_alive(box) && cancels && ks__box_cancelled(sup, box))
       ks__kill_box(sup, box, now, false);
-    else if (box->state == KS_BOX_KILLED && now >= box->deadline_ns)
-      ks__abandon_kern(sup, box, now);
-    if (box->state == KS_BOX_DRAINING && (ks__box_quiet(box) || now >= box->deadline_ns))
-      ks__finish_box(sup, box, &stops);
+    if (box->state == KS_BOX_DRAINING && ks__box_quiet(box))
+      ks__finish_box(sup, box);
     box = next;
   }
+  stops = sup->stops;
+  sup->stops = NULL;
   ks__run_stops(sup, stops);
   ks__cells_sweep(sup, now);
   for (struct ks__tail *t = sup->tails, *next; t != NULL; t = next) {
     next = t->next;
     if (t->reaped)
       ks__tail_free(sup, t);
-    else if (now >= t->deadline_ns)
-      ks__tail_expire(sup, t, now);
   }
-  while (a != NULL) {
-    struct ks__aux *next = a->next;
-    if (now >= a->deadline_ns)
-      ks__aux_release(sup, a, 0);
-    a = next;
-  }
-}
-
-uint64_t ks__next_deadline(struct ks_sup *sup) {
-  uint64_t next = ks__cells_next_deadline(sup);
-
-  for (struct ks_box *b = sup->live; b != NULL; b = b->next) {
-    if (b->deadline_ns < next)
-      next = b->deadline_ns;
-  }
-  for (struct ks__aux *a = sup->aux; a != NULL; a = a->next) {
-    if (a->deadline_ns < next)
-      next = a->deadline_ns;
-  }
-  for (struct ks__tail *t = sup->tails; t != NULL; t = t->next) {
-    if (t->deadline_ns < next)
-      next = t->deadline_ns;
-  }
-  return next;
 }
 
 /* ---- the kit -------------------------------------------------------------- */

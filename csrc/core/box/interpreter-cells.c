@@ -186,7 +186,7 @@ void ks__cells_flush(struct ks_sup *sup) {
  * pipe), so one drain to EAGAIN takes all of the cell's output. */
 void ks__cell_finish(struct ks_sup *sup, struct ks_box *box, struct ks_cell *cell,
                      enum ks_cell_end how, uint64_t now) {
-  struct ks__kernel *k = box->kernel;
+  struct ks__kernel *k = box->kern->kernel;
 
   cell->res.how = how;
   for (int s = 0; s < 2; s++) {
@@ -228,8 +228,8 @@ static void ks__sendable_remove(struct ks_sup *sup, uint64_t key);
 
 void ks__kernel_kill(struct ks_sup *sup, struct ks_box *box, const char *why, uint64_t now) {
   ks__sendable_remove(sup, box->req.kernel_key);
-  if (box->kernel != NULL && box->kernel->dead_why == NULL)
-    box->kernel->dead_why = why;
+  if (box->kern->kernel != NULL && box->kern->kernel->dead_why == NULL)
+    box->kern->kernel->dead_why = why;
   if (ks__box_alive(box))
     sup->box_hooks.kill(sup, box, now);
 }
@@ -251,7 +251,7 @@ void ks__sendable_add(struct ks_sup *sup, struct ks_box *box) {
   if (e == NULL)
     return; /* cells go through the supervisor, as before READY */
   e->key = box->req.kernel_key;
-  e->fd = fcntl(box->ip, F_DUPFD_CLOEXEC, 3);
+  e->fd = fcntl(box->kern->ip, F_DUPFD_CLOEXEC, 3);
   if (e->fd < 0) {
     free(e);
     return;
@@ -346,14 +346,15 @@ int ks_sup_send_cell(struct ks_sup *sup, struct ks_cell *cell) {
 
 /* Sends the next cell if the kernel is free for it. */
 void ks__kernel_pump(struct ks_sup *sup, struct ks_box *box, uint64_t now) {
-  struct ks__kernel *k = box->kernel;
+  struct ks__kernel *k = box->kern->kernel;
   struct ks_cell *cell;
   struct ks_err err;
   int out[2] = {-1, -1};
   int errp[2] = {-1, -1};
   int fds[2] = {-1, -1};
 
-  if (k == NULL || k->current != NULL || k->queue == NULL || box->ip < 0 || !ks__box_runs(box))
+  if (k == NULL || k->current != NULL || k->queue == NULL || box->kern->ip < 0 ||
+      !ks__box_runs(box))
     return;
   cell = k->queue;
   if (cell->req.type != KS_IP_KERNEL && !k->ready)
@@ -371,7 +372,7 @@ void ks__kernel_pump(struct ks_sup *sup, struct ks_box *box, uint64_t now) {
   cell->start_ns = now;
   if (cell->req.type != KS_IP_KERNEL || cell->deadline_ns == 0) /* a start's: from its submission */
     cell->deadline_ns = now + cell->req.timeout_ns;
-  box->ipr.max = cell->req.cap;
+  box->kern->ipr.max = cell->req.cap;
   if (cell->req.type == KS_IP_CELL) {
     if (ks__cell_pipes(out, errp, &err) < 0) {
       k->current = NULL;
@@ -394,7 +395,7 @@ void ks__kernel_pump(struct ks_sup *sup, struct ks_box *box, uint64_t now) {
 /* A live, ready kernel box of this key, or NULL. */
 static struct ks_box *ks__kernel_box(struct ks_sup *sup, uint64_t key) {
   for (struct ks_box *box = sup->live; box != NULL; box = box->next) {
-    if (box->req.kernel_key == key && box->kernel != NULL && ks__box_alive(box))
+    if (box->req.kernel_key == key && box->kern->kernel != NULL && ks__box_alive(box))
       return box;
   }
   return NULL;
@@ -422,7 +423,7 @@ struct ks_cell *ks__cells_take_present(struct ks_sup *sup, struct ks_cell *cells
       continue;
     }
     box = ks__kernel_box(sup, cell->req.kernel);
-    if (box == NULL || box->kernel->current != NULL || box->ip < 0) {
+    if (box == NULL || box->kern->kernel->current != NULL || box->kern->ip < 0) {
       /* Gone meanwhile (or, never when the caller kept its word, a cell
        * under way): it ends as a cell of a dead kernel does. */
       ks__cell_fail(sup, cell, box == NULL ? "the kernel is gone"
@@ -432,8 +433,8 @@ struct ks_cell *ks__cells_take_present(struct ks_sup *sup, struct ks_cell *cells
     cell->box = box;
     cell->sent = true;
     cell->deadline_ns = cell->start_ns + cell->req.timeout_ns;
-    box->kernel->current = cell;
-    box->ipr.max = cell->req.cap;
+    box->kern->kernel->current = cell;
+    box->kern->ipr.max = cell->req.cap;
     ks__cell_watch(sup, cell);
   }
   return rest;
@@ -457,11 +458,11 @@ void ks__cells_take(struct ks_sup *sup, struct ks_cell *cells, uint64_t now) {
      * waiting for the kernel's 24-hour backstop. */
     if (cell->req.type == KS_IP_KERNEL)
       cell->deadline_ns = cell->start_ns + cell->req.timeout_ns;
-    if (box->kernel->queue_tail != NULL)
-      box->kernel->queue_tail->next = cell;
+    if (box->kern->kernel->queue_tail != NULL)
+      box->kern->kernel->queue_tail->next = cell;
     else
-      box->kernel->queue = cell;
-    box->kernel->queue_tail = cell;
+      box->kern->kernel->queue = cell;
+    box->kern->kernel->queue_tail = cell;
     ks__kernel_pump(sup, box, now);
   }
 }
@@ -472,7 +473,7 @@ void ks__cells_take(struct ks_sup *sup, struct ks_cell *cells, uint64_t now) {
  * rollback cannot be interrupted: the kernel goes. */
 static void ks__cell_stop(struct ks_sup *sup, struct ks_box *box, struct ks_cell *cell,
                           uint64_t now) {
-  struct ks__kernel *k = box->kernel;
+  struct ks__kernel *k = box->kern->kernel;
   cell->stopping = true;
   cell->grace_ns = now + KS__CELL_GRACE_NS;
   if (cell->req.type != KS_IP_CELL) {
@@ -490,91 +491,114 @@ static void ks__cell_stop(struct ks_sup *sup, struct ks_box *box, struct ks_cell
 
 /* A kernel's start still queued: its box's interpreter has not attached,
  * so the start is not yet the current cell (once sent it is, with the same
- * deadline). NULL when there is none. The sweep and the next-deadline scan
+ * deadline). NULL when there is none. The sweep and the kernel's timer
  * both ask this, so they cannot disagree about which cells have a clock. */
 static struct ks_cell *ks__queued_start(const struct ks__kernel *k) {
   struct ks_cell *q = k->queue;
   return k->current == NULL && q != NULL && q->req.type == KS_IP_KERNEL ? q : NULL;
 }
 
+/* When the kernel's cells need the clock next (UINT64_MAX: not at all):
+ * a queued start's deadline, or the current sent cell's deadline, or its
+ * grace once it is being stopped. */
+static uint64_t ks__kernel_next(const struct ks__kernel *k) {
+  struct ks_cell *cell = k->current != NULL ? k->current : ks__queued_start(k);
+  if (cell == NULL || (cell == k->current && !cell->sent))
+    return UINT64_MAX;
+  return cell->stopping ? cell->grace_ns : cell->deadline_ns;
+}
+
+/* Arms the kernel's timer for what its cells need next; a box that is no
+ * longer alive has no clock for its cells. */
+static void ks__kernel_clock(struct ks_sup *sup, struct ks_box *box) {
+  struct ks__kernel *k = box->kern->kernel;
+  ks_loop_timer_arm(&sup->loop, &k->timer, ks__box_alive(box) ? ks__kernel_next(k) : UINT64_MAX);
+}
+
+/* One kernel's aborted queued cells, its start's deadline, its current
+ * cell's deadline, abort or grace. */
+static void ks__kernel_sweep(struct ks_sup *sup, struct ks_box *box, uint64_t now) {
+  struct ks__kernel *k = box->kern->kernel;
+  struct ks_cell *cell, *start;
+
+  /* Queued cells whose call was aborted end now, never run. */
+  for (struct ks_cell **pp = &k->queue; *pp != NULL;) {
+    struct ks_cell *q = *pp;
+    if (ks_keys_has(&sup->keys, q->req.call, 0, 0)) {
+      *pp = q->next;
+      if (k->queue_tail == q) {
+        k->queue_tail = NULL;
+        for (struct ks_cell *t = k->queue; t != NULL; t = t->next)
+          k->queue_tail = t;
+      }
+      q->next = NULL;
+      ks__cell_skip(sup, q);
+    } else {
+      pp = &q->next;
+    }
+  }
+  start = ks__queued_start(k);
+  if (start != NULL && now >= start->deadline_ns) {
+    start->res.timed_out = true; /* as a start that was sent says */
+    ks__kernel_kill(sup, box, "the kernel did not start in time", now);
+    return;
+  }
+  cell = k->current;
+  if (cell == NULL || !cell->sent)
+    return;
+  if (!cell->stopping) {
+    bool cancelled = ks_keys_has(&sup->keys, cell->req.call, 0, 0);
+    if (cancelled || now >= cell->deadline_ns) {
+      if (cancelled)
+        cell->res.cancelled = true;
+      else
+        cell->res.timed_out = true;
+      ks__cell_stop(sup, box, cell, now);
+    }
+  } else if (now >= cell->grace_ns) {
+    ks__kernel_kill(sup, box,
+                    k->mode == KS_IP_FORK
+                        ? "the kernel did not report the end of its killed cell within 1 s"
+                        : "the cell ignored the interrupt for 1 s, so the kernel was killed",
+                    now);
+  }
+}
+
+void ks__kernel_due(void *ctx, struct ks_timer *t, uint64_t now) {
+  struct ks_sup *sup = ctx;
+  struct ks__kern *kern = t->owner;
+  struct ks_box *box = kern->box;
+
+  if (!ks__box_alive(box))
+    return;
+  ks__kernel_sweep(sup, box, now);
+  ks__kernel_clock(sup, box);
+  ks__cells_flush(sup);
+}
+
 void ks__cells_sweep(struct ks_sup *sup, uint64_t now) {
   ks__cells_flush(sup);
   for (struct ks_box *box = sup->live; box != NULL; box = box->next) {
-    struct ks__kernel *k = box->kernel;
-    struct ks_cell *cell, *start;
-    if (k == NULL || !ks__box_alive(box))
+    if (box->kern->kernel == NULL)
       continue;
-    /* Queued cells whose call was aborted end now, never run. */
-    for (struct ks_cell **pp = &k->queue; *pp != NULL;) {
-      struct ks_cell *q = *pp;
-      if (ks_keys_has(&sup->keys, q->req.call, 0, 0)) {
-        *pp = q->next;
-        if (k->queue_tail == q) {
-          k->queue_tail = NULL;
-          for (struct ks_cell *t = k->queue; t != NULL; t = t->next)
-            k->queue_tail = t;
-        }
-        q->next = NULL;
-        ks__cell_skip(sup, q);
-      } else {
-        pp = &q->next;
-      }
-    }
-    start = ks__queued_start(k);
-    if (start != NULL && now >= start->deadline_ns) {
-      start->res.timed_out = true; /* as a start that was sent says */
-      ks__kernel_kill(sup, box, "the kernel did not start in time", now);
-      continue;
-    }
-    cell = k->current;
-    if (cell == NULL || !cell->sent)
-      continue;
-    if (!cell->stopping) {
-      bool cancelled = ks_keys_has(&sup->keys, cell->req.call, 0, 0);
-      if (cancelled || now >= cell->deadline_ns) {
-        if (cancelled)
-          cell->res.cancelled = true;
-        else
-          cell->res.timed_out = true;
-        ks__cell_stop(sup, box, cell, now);
-      }
-    } else if (now >= cell->grace_ns) {
-      ks__kernel_kill(sup, box,
-                      k->mode == KS_IP_FORK
-                          ? "the kernel did not report the end of its killed cell within 1 s"
-                          : "the cell ignored the interrupt for 1 s, so the kernel was killed",
-                      now);
-    }
+    if (ks__box_alive(box))
+      ks__kernel_sweep(sup, box, now);
+    /* Whatever moved the cells since the last turn (a DONE, a cell sent,
+     * a stop) moved the clock: armed again here, once per turn. */
+    ks__kernel_clock(sup, box);
   }
   ks__cells_flush(sup); /* the ones the deadlines and aborts ended */
 }
 
-uint64_t ks__cells_next_deadline(struct ks_sup *sup) {
-  uint64_t next = UINT64_MAX;
-  for (struct ks_box *box = sup->live; box != NULL; box = box->next) {
-    struct ks__kernel *k = box->kernel;
-    struct ks_cell *cell;
-    uint64_t t;
-    if (k == NULL || !ks__box_alive(box))
-      continue;
-    cell = k->current != NULL ? k->current : ks__queued_start(k);
-    if (cell == NULL || (cell == k->current && !cell->sent))
-      continue;
-    t = cell->stopping ? cell->grace_ns : cell->deadline_ns;
-    if (t < next)
-      next = t;
-  }
-  return next;
-}
-
 void ks__ip_box_end(struct ks_sup *sup, struct ks_box *box, const char *why) {
-  struct ks__kernel *k = box->kernel;
+  struct ks__kernel *k = box->kern->kernel;
   uint64_t now = ks_now_ns();
 
-  ks_loop_watch_close(&sup->loop, &box->ip);
-  ks__ip_out_clear(&box->ip_out);
+  ks_loop_watch_close(&sup->loop, &box->kern->ip);
+  ks__ip_out_clear(&box->kern->ip_out);
   if (k == NULL)
     return;
+  ks_loop_timer_disarm(&sup->loop, &k->timer); /* its cells end here */
   ks__sendable_remove(sup, box->req.kernel_key);
   if (k->dead_why != NULL)
     why = k->dead_why;

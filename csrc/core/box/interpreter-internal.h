@@ -38,6 +38,9 @@ void ks__cell_finish(struct ks_sup *sup, struct ks_box *box, struct ks_cell *cel
                      enum ks_cell_end how, uint64_t now);
 /* The kernel is over: the host ends it by killing its box, for why. */
 void ks__kernel_kill(struct ks_sup *sup, struct ks_box *box, const char *why, uint64_t now);
+/* The kernel's timer (struct ks__kernel, owned by its kern): its cells'
+ * deadline or grace is due. */
+void ks__kernel_due(void *ctx, struct ks_timer *t, uint64_t now);
 /* The kernel is READY: the submitting thread may send its cells. */
 void ks__sendable_add(struct ks_sup *sup, struct ks_box *box);
 

@@ -94,15 +94,18 @@ int ks__pidfd_signal(int pidfd, int sig) {
 
 /* ---- the socket ---------------------------------------------------------- */
 
-void ks__ip_box_init(struct ks_box *box) {
-  box->ip = -1;
-  box->ip_out.fds[0] = box->ip_out.fds[1] = -1;
-  ks_ip_reader_init(&box->ipr, box->req.result_max);
-  if (box->req.kernel_key != 0) {
-    box->kernel = calloc(1, sizeof *box->kernel);
-    if (box->kernel != NULL)
-      box->kernel->pidfd = -1;
+int ks__ip_kern_init(struct ks__kern *k, const struct ks_box_request *req) {
+  k->ip = -1;
+  k->ip_out.fds[0] = k->ip_out.fds[1] = -1;
+  ks_ip_reader_init(&k->ipr, req->result_max);
+  if (req->kernel_key != 0) {
+    k->kernel = calloc(1, sizeof *k->kernel);
+    if (k->kernel == NULL)
+      return -1;
+    k->kernel->pidfd = -1;
+    ks_timer_init(&k->kernel->timer, ks__kernel_due, k);
   }
+  return 0;
 }
 
 void ks__ip_out_clear(struct ks__ip_out *o) {
@@ -117,23 +120,23 @@ void ks__ip_out_clear(struct ks__ip_out *o) {
   o->nfds = 0;
 }
 
-void ks__ip_box_free(struct ks_box *box) {
-  if (box->ip >= 0)
-    ks_close_keep_errno(box->ip);
-  box->ip = -1;
-  ks__ip_out_clear(&box->ip_out);
-  ks_ip_reader_free(&box->ipr);
+void ks__ip_kern_free(struct ks__kern *k) {
+  if (k->ip >= 0)
+    ks_close_keep_errno(k->ip);
+  k->ip = -1;
+  ks__ip_out_clear(&k->ip_out);
+  ks_ip_reader_free(&k->ipr);
   /* Cells and strays were ended with the box (ks__ip_box_end). */
-  free(box->kernel);
-  box->kernel = NULL;
+  free(k->kernel);
+  k->kernel = NULL;
 }
 
 /* Sends what is left of the outgoing message, a record per send(); on a
  * full socket, EPOLLOUT carries on from there. */
 static void ks__ip_send(struct ks_sup *sup, struct ks_box *box) {
-  struct ks__ip_out *o = &box->ip_out;
+  struct ks__ip_out *o = &box->kern->ip_out;
 
-  while (box->ip >= 0 && o->data != NULL && o->off < o->len) {
+  while (box->kern->ip >= 0 && o->data != NULL && o->off < o->len) {
     size_t rec = ks_ip_record_size(o->data + o->off);
     struct iovec iov = {.iov_base = o->data + o->off, .iov_len = rec};
     struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1};
@@ -142,7 +145,7 @@ static void ks__ip_send(struct ks_sup *sup, struct ks_box *box) {
 
     if (o->off == 0 && o->nfds > 0)
       ks__attach_fds(&msg, &control, o->fds, o->nfds);
-    n = sendmsg(box->ip, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+    n = sendmsg(box->kern->ip, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
     if (n >= 0) {
       if (o->off == 0) {
         /* The box has its copies now; ours must go, or the cell's pipes
@@ -159,27 +162,28 @@ static void ks__ip_send(struct ks_sup *sup, struct ks_box *box) {
     if (errno == EINTR)
       continue;
     if (errno == EAGAIN) {
-      if (!box->ip_out_watched)
-        (void) ks_loop_watch_mod(&sup->loop, box->ip, &box->ip_watch, EPOLLIN | EPOLLOUT);
-      box->ip_out_watched = true;
+      if (!box->kern->ip_out_watched)
+        (void) ks_loop_watch_mod(&sup->loop, box->kern->ip, &box->kern->ip_watch,
+                                 EPOLLIN | EPOLLOUT);
+      box->kern->ip_out_watched = true;
       return;
     }
     break; /* the interpreter is gone: its EOF tells the rest */
   }
-  if (box->ip_out_watched && box->ip >= 0)
-    (void) ks_loop_watch_mod(&sup->loop, box->ip, &box->ip_watch, EPOLLIN);
-  box->ip_out_watched = false;
+  if (box->kern->ip_out_watched && box->kern->ip >= 0)
+    (void) ks_loop_watch_mod(&sup->loop, box->kern->ip, &box->kern->ip_watch, EPOLLIN);
+  box->kern->ip_out_watched = false;
   ks__ip_out_clear(o);
 }
 
 void ks__ip_send_new(struct ks_sup *sup, struct ks_box *box, char *data, size_t len,
                             const int *fds, int nfds) {
-  ks__ip_out_clear(&box->ip_out);
-  box->ip_out.data = data;
-  box->ip_out.len = len;
+  ks__ip_out_clear(&box->kern->ip_out);
+  box->kern->ip_out.data = data;
+  box->kern->ip_out.len = len;
   for (int i = 0; i < nfds; i++)
-    box->ip_out.fds[i] = fds[i];
-  box->ip_out.nfds = nfds;
+    box->kern->ip_out.fds[i] = fds[i];
+  box->kern->ip_out.nfds = nfds;
   ks__ip_send(sup, box);
 }
 
@@ -187,7 +191,7 @@ void ks__ip_send_new(struct ks_sup *sup, struct ks_box *box, char *data, size_t 
  * comes with the call that claims it, in the claimer's box. */
 static void ks__ip_start_run(struct ks_sup *sup, struct ks_box *box) {
   char *msg = box->req.ip_msg;
-  if (box->ip < 0 || ks__box_prewarm(box) || msg == NULL)
+  if (box->kern->ip < 0 || ks__box_prewarm(box) || msg == NULL)
     return;
   box->req.ip_msg = NULL;
   ks__ip_send_new(sup, box, msg, box->req.ip_msg_len, NULL, 0);
@@ -196,41 +200,35 @@ static void ks__ip_start_run(struct ks_sup *sup, struct ks_box *box) {
 /* The socket's watch: room to send on, or records to read. */
 static void ks__ip_on_event(void *ctx, struct ks_watch *w, uint32_t events, uint64_t now) {
   struct ks_sup *sup = ctx;
-  struct ks_box *box = w->owner;
+  struct ks__kern *k = w->owner;
+  struct ks_box *box = k->box;
 
-  if ((events & EPOLLOUT) && box->ip_out.data != NULL)
+  if ((events & EPOLLOUT) && box->kern->ip_out.data != NULL)
     ks__ip_send(sup, box);
   ks__ip_drain(sup, box, now);
 }
 
 void ks__ip_attach(struct ks_sup *sup, struct ks_box *box, int fd) {
-  if (box->ip >= 0 || fcntl(fd, F_SETFL, O_NONBLOCK) < 0) {
+  if (box->kern->ip >= 0 || fcntl(fd, F_SETFL, O_NONBLOCK) < 0) {
     ks_close_keep_errno(fd);
     return;
   }
-  box->ip = fd;
-  box->ip_watch.fn = ks__ip_on_event;
-  box->ip_watch.owner = box;
-  if (ks_loop_watch_add(&sup->loop, box->ip, &box->ip_watch) < 0) {
-    ks_close_keep_errno(box->ip);
-    box->ip = -1;
+  box->kern->ip = fd;
+  box->kern->ip_watch.fn = ks__ip_on_event;
+  box->kern->ip_watch.owner = box->kern;
+  if (ks_loop_watch_add(&sup->loop, box->kern->ip, &box->kern->ip_watch) < 0) {
+    ks_close_keep_errno(box->kern->ip);
+    box->kern->ip = -1;
     return;
   }
   ks__ip_start_run(sup, box);
-  if (box->kernel != NULL && !ks__box_prewarm(box))
+  if (box->kern->kernel != NULL && !ks__box_prewarm(box))
     ks__kernel_pump(sup, box, ks_now_ns());
 }
 
-void ks__ip_adopt(struct ks_sup *sup, struct ks_box *box, struct ks_box *parked) {
-  box->ip = parked->ip;
-  parked->ip = -1;
-  if (box->ip >= 0) {
-    box->ip_watch.fn = ks__ip_on_event;
-    box->ip_watch.owner = box;
-    (void) ks_loop_watch_mod(&sup->loop, box->ip, &box->ip_watch, EPOLLIN);
-  }
+void ks__ip_claimed(struct ks_sup *sup, struct ks_box *box) {
   ks__ip_start_run(sup, box);
-  if (box->kernel != NULL)
+  if (box->kern->kernel != NULL)
     ks__kernel_pump(sup, box, ks_now_ns());
 }
 
@@ -254,7 +252,7 @@ static void ks__ip_fds(int *fds, int *nfds, int *keep) {
 /* One whole message of a kernel box. */
 static void ks__kernel_message(struct ks_sup *sup, struct ks_box *box, const struct ks_ip_msg *m,
                                int *fds, int *nfds, uint64_t now) {
-  struct ks__kernel *k = box->kernel;
+  struct ks__kernel *k = box->kern->kernel;
   struct ks_cell *cell = k->current;
   bool mine = cell != NULL && cell->sent && m->id == cell->req.id;
 
@@ -318,23 +316,23 @@ static void ks__kernel_message(struct ks_sup *sup, struct ks_box *box, const str
 static void ks__ip_final_done(struct ks_box *box, const struct ks_ip_done *done) {
   int r;
 
-  if (box->state != KS_BOX_RUNNING || box->res.reported || box->final_done ||
-      box->req.early_cap < 0 || box->workload_pidfd < 0 || done->end == KS_IP_INTERRUPTED ||
+  if (box->state != KS_BOX_RUNNING || box->kern->said.reported || box->kern->final_done ||
+      box->req.early_cap < 0 || box->kern->workload_pidfd < 0 || done->end == KS_IP_INTERRUPTED ||
       done->value < 0 || done->value > 255)
     return;
-  r = ks__pidfd_signal(box->workload_pidfd, SIGKILL);
+  r = ks__pidfd_signal(box->kern->workload_pidfd, SIGKILL);
   if (r < 0 && r != -ESRCH) /* ESRCH: it has exited already */
     return;
-  memset(&box->final_rep, 0, sizeof box->final_rep);
-  box->final_rep.end = KS_INIT_EXITED;
-  box->final_rep.value = done->value;
-  box->final_rep.utime_us = done->utime_us;
-  box->final_rep.stime_us = done->stime_us;
-  box->final_rep.maxrss_kb = done->maxrss_kb;
-  box->final_done = true;
-  box->res.reported = true;
-  box->res.report_end = KS_INIT_EXITED;
-  box->res.report_value = done->value;
+  memset(&box->kern->final_rep, 0, sizeof box->kern->final_rep);
+  box->kern->final_rep.end = KS_INIT_EXITED;
+  box->kern->final_rep.value = done->value;
+  box->kern->final_rep.utime_us = done->utime_us;
+  box->kern->final_rep.stime_us = done->stime_us;
+  box->kern->final_rep.maxrss_kb = done->maxrss_kb;
+  box->kern->final_done = true;
+  box->kern->said.reported = true;
+  box->kern->said.report_end = KS_INIT_EXITED;
+  box->kern->said.report_value = done->value;
   ks__box_to(box, KS_BOX_SETTLING);
 }
 
@@ -343,7 +341,7 @@ static void ks__run_message(struct ks_box *box, const struct ks_ip_msg *m) {
   struct ks_ip_done done;
   switch (m->type) {
   case KS_IP_TAKEN:
-    box->res.taken = true;
+    box->kern->said.taken = true;
     break;
   case KS_IP_RESULT:
     ks__results_add(&box->res.results, m->body, m->len);
@@ -382,8 +380,8 @@ static int ks__recv_fds(struct msghdr *msg, int *fds, int max) {
 
 /* The socket broke or closed: for a kernel, that is its death. */
 static void ks__ip_lost(struct ks_sup *sup, struct ks_box *box, const char *why, uint64_t now) {
-  ks_loop_watch_close(&sup->loop, &box->ip);
-  if (box->kernel != NULL)
+  ks_loop_watch_close(&sup->loop, &box->kern->ip);
+  if (box->kern->kernel != NULL)
     ks__kernel_kill(sup, box, why, now);
 }
 
@@ -394,7 +392,7 @@ void ks__ip_drain(struct ks_sup *sup, struct ks_box *box, uint64_t now) {
     char buf[CMSG_SPACE(KS__IP_MAX_FDS * sizeof(int))];
   } control;
 
-  while (box->ip >= 0) {
+  while (box->kern->ip >= 0) {
     struct iovec iov = {.iov_base = sup->loop.scratch, .iov_len = sizeof sup->loop.scratch};
     struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = control.buf,
                          .msg_controllen = sizeof control.buf};
@@ -402,7 +400,7 @@ void ks__ip_drain(struct ks_sup *sup, struct ks_box *box, uint64_t now) {
     int nfds;
     struct ks_ip_msg m;
     enum ks_ip_verdict v;
-    ssize_t n = recvmsg(box->ip, &msg, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+    ssize_t n = recvmsg(box->kern->ip, &msg, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
 
     if (n < 0 && errno == EINTR)
       continue;
@@ -416,7 +414,7 @@ void ks__ip_drain(struct ks_sup *sup, struct ks_box *box, uint64_t now) {
     if (msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC))
       v = KS_IP_BAD;
     else
-      v = ks_ip_feed(&box->ipr, sup->loop.scratch, (size_t) n, &m);
+      v = ks_ip_feed(&box->kern->ipr, sup->loop.scratch, (size_t) n, &m);
     if (v == KS_IP_BAD) {
       ks__ip_fds(fds, &nfds, NULL);
       ks__ip_lost(sup, box, "the kernel broke the host's protocol", now);
@@ -424,19 +422,19 @@ void ks__ip_drain(struct ks_sup *sup, struct ks_box *box, uint64_t now) {
     }
     if (v == KS_IP_DROPPED) {
       /* A result over the budget: dropped whole, and said so. */
-      struct ks_cell *cell = box->kernel != NULL ? box->kernel->current : NULL;
-      if (box->kernel == NULL)
+      struct ks_cell *cell = box->kern->kernel != NULL ? box->kern->kernel->current : NULL;
+      if (box->kern->kernel == NULL)
         box->res.results.dropped = true;
       else if (cell != NULL && cell->sent && m.id == cell->req.id)
         cell->res.results.dropped = true;
     } else if (v == KS_IP_MESSAGE) {
-      if (box->kernel != NULL)
+      if (box->kern->kernel != NULL)
         ks__kernel_message(sup, box, &m, fds, &nfds, now);
       else
         ks__run_message(box, &m);
     }
     ks__ip_fds(fds, &nfds, NULL); /* what no message kept */
-    if (box->ip < 0)
+    if (box->kern->ip < 0)
       return;
   }
 }

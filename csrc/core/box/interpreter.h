@@ -10,13 +10,15 @@
 
 #include "sup-internal.h"
 
-/* A box's interpreter state, made with the box and freed with it. */
-void ks__ip_box_init(struct ks_box *box);
-void ks__ip_box_free(struct ks_box *box);
+/* A kern part's interpreter state (its socket, reader, a kernel's cells),
+ * made with it for req and freed with it. 0, or -1 (no memory). */
+int ks__ip_kern_init(struct ks__kern *k, const struct ks_box_request *req);
+void ks__ip_kern_free(struct ks__kern *k);
 /* ATTACH came with fd: the box's interpreter socket. Sends what waits. */
 void ks__ip_attach(struct ks_sup *sup, struct ks_box *box, int fd);
-/* Moves a parked box's interpreter socket into the box that claims it. */
-void ks__ip_adopt(struct ks_sup *sup, struct ks_box *box, struct ks_box *parked);
+/* A call just took a parked box's kern (socket and all): its RUN goes, or
+ * its kernel's first cells. */
+void ks__ip_claimed(struct ks_sup *sup, struct ks_box *box);
 /* Every record the socket holds now. */
 void ks__ip_drain(struct ks_sup *sup, struct ks_box *box, uint64_t now);
 /* The box is finished (or gone): its socket closes, its cells end with it. */
@@ -30,7 +32,6 @@ struct ks_cell *ks__cells_take_present(struct ks_sup *sup, struct ks_cell *cells
 void ks__cells_take(struct ks_sup *sup, struct ks_cell *cells, uint64_t now);
 /* Deadlines, aborts and graces of every kernel's cells. */
 void ks__cells_sweep(struct ks_sup *sup, uint64_t now);
-uint64_t ks__cells_next_deadline(struct ks_sup *sup);
 /* Teardown: cells never taken end as if their kernel were gone. */
 void ks__cells_cancel(struct ks_sup *sup, struct ks_cell *cells);
 /* Hands the cells finished during the batch to on_cell_done: never in the

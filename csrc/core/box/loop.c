@@ -1,5 +1,5 @@
 /* The supervisor thread's event loop (loop.h): epoll, the wakeup, the
- * command queue, the wait for the next deadline, and the read helpers every
+ * command queue, the timers and the wait for the first, and the read helpers every
  * subsystem on it drains its pipes with. */
 #define _GNU_SOURCE
 #include "loop.h"
@@ -31,6 +31,7 @@ int ks_loop_init(struct ks_loop *loop, const struct ks_loop_hooks *hooks, void *
   loop->ctx = ctx;
   loop->head = loop->tail = NULL;
   loop->stopping = false;
+  ks_timers_init(&loop->timers);
   loop->wake_watch.fn = NULL; /* read by the loop itself (ks__take_wakeup) */
   loop->wake_watch.owner = loop;
   loop->epfd = epoll_create1(EPOLL_CLOEXEC);
@@ -67,6 +68,7 @@ fail:
 }
 
 void ks_loop_destroy(struct ks_loop *loop) {
+  ks_timers_destroy(&loop->timers);
   ks_close_keep_errno(loop->epfd);
   ks_close_keep_errno(loop->wakefd);
   ks_close_keep_errno(loop->devnull);
@@ -96,6 +98,27 @@ void ks_loop_watch_close(struct ks_loop *loop, int *fd) {
   ks_loop_watch_del(loop, *fd);
   ks_close_keep_errno(*fd);
   *fd = -1;
+}
+
+/* ---- timers -------------------------------------------------------------- */
+
+void ks_loop_timer_arm(struct ks_loop *loop, struct ks_timer *t, uint64_t at) {
+  if (at == UINT64_MAX)
+    ks_timers_disarm(&loop->timers, t);
+  else
+    ks_timers_arm(&loop->timers, t, at);
+}
+
+void ks_loop_timer_disarm(struct ks_loop *loop, struct ks_timer *t) {
+  ks_timers_disarm(&loop->timers, t);
+}
+
+/* Fires what is due at now. A callback may arm timers again, its own too;
+ * one armed for now or before fires in this pass. */
+static void ks__fire_timers(struct ks_loop *loop, uint64_t now) {
+  struct ks_timer *t;
+  while ((t = ks_timers_pop_due(&loop->timers, now)) != NULL)
+    t->fn(loop->ctx, t, now);
 }
 
 /* ---- commands and the wakeup ----------------------------------------------- */
@@ -187,7 +210,7 @@ void ks_loop_run(struct ks_loop *loop) {
     bool stopping;
     uint64_t now = ks_now_ns();
     int n = epoll_wait(loop->epfd, events, KS__MAX_EVENTS,
-                       ks__timeout_ms(h->next_deadline(loop->ctx), now));
+                       ks__timeout_ms(ks_timers_next(&loop->timers), now));
 
     now = ks_now_ns();
     ks__take_wakeup(loop, events, n);
@@ -206,6 +229,7 @@ void ks_loop_run(struct ks_loop *loop) {
       h->on_stop(loop->ctx, cmds);
       return;
     }
+    ks__fire_timers(loop, now);
     h->on_turn(loop->ctx, cmds);
   }
 }

@@ -3,11 +3,15 @@
  * callback and an owner of their own, post commands to it from any thread,
  * and connect to its turn through one set of hooks (struct ks_loop_hooks).
  *
- * One turn: wait in epoll_wait until an event or the next deadline
- * (hooks.next_deadline); take the commands posted since the last turn
- * (hooks.on_commands, before any event of the batch is dispatched);
- * dispatch the batch's events to their watches; then hooks.on_turn, or
- * hooks.on_stop once ks_loop_stop was called, after which the loop returns.
+ * Deadlines are timers (timers.h) the subsystems arm on the loop's heap,
+ * each with a callback and an owner of its own, as a watch has.
+ *
+ * One turn: wait in epoll_wait until an event or the first timer's time;
+ * take the commands posted since the last turn (hooks.on_commands, before
+ * any event of the batch is dispatched); dispatch the batch's events to
+ * their watches; fire the timers that are due; then hooks.on_turn, or
+ * hooks.on_stop once ks_loop_stop was called (no timer fires then), after
+ * which the loop returns.
  *
  * Everything here but ks_loop_post, ks_loop_queue, ks_loop_wake,
  * ks_loop_stop and ks_loop_stopped is for the loop's own thread. */
@@ -20,6 +24,7 @@
 #include <stdint.h>
 
 #include "outbuf.h"
+#include "timers.h"
 #include "../err.h"
 
 #define KS_LOOP_MS 1000000ULL
@@ -54,9 +59,6 @@ struct ks_loop_hooks {
   void (*on_commands)(void *ctx, struct ks_cmd **cmds);
   /* After the turn's events: the commands on_commands left. */
   void (*on_turn)(void *ctx, struct ks_cmd *cmds);
-  /* The earliest time (ks_now_ns) at which on_turn has something to do
-   * without an event; UINT64_MAX for none. */
-  uint64_t (*next_deadline)(void *ctx);
   /* ks_loop_stop was called: the last turn, instead of on_turn. The loop
    * returns after it, and no command is taken any more. */
   void (*on_stop)(void *ctx, struct ks_cmd *cmds);
@@ -74,6 +76,7 @@ struct ks_loop {
   struct ks_cmd *head; /* guarded by lock */
   struct ks_cmd *tail; /* guarded by lock */
   bool stopping;       /* guarded by lock */
+  struct ks_timers timers; /* the loop thread's */
   /* The loop thread's scratch buffer: for bytes read only to be dropped,
    * or looked at during one call. */
   char scratch[KS_LOOP_SCRATCH_SIZE];
@@ -98,6 +101,12 @@ void ks_loop_wake(struct ks_loop *loop);
 /* Asks the loop for its last turn (hooks.on_stop); from then on posts fail. */
 void ks_loop_stop(struct ks_loop *loop);
 bool ks_loop_stopped(struct ks_loop *loop);
+
+/* Arms t (ks_timer_init) to fire at (ks_now_ns), or moves it there;
+ * UINT64_MAX disarms it. Its callback gets the loop's ctx. */
+void ks_loop_timer_arm(struct ks_loop *loop, struct ks_timer *t, uint64_t at);
+/* Disarms t; nothing if it is not armed. */
+void ks_loop_timer_disarm(struct ks_loop *loop, struct ks_timer *t);
 
 /* Watches fd for input (EPOLLIN), for w. 0 or a negative errno. */
 int ks_loop_watch_add(struct ks_loop *loop, int fd, struct ks_watch *w);

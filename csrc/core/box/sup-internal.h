@@ -63,30 +63,35 @@ struct ks__ip_out {
 };
 
 struct ks__kernel;
+struct ks__stop;
 
-struct ks_box {
-  struct ks_cmd cmd; /* KS__CMD_BOX, on its way to the supervisor thread */
-  struct ks_box_request req;
-  struct ks_box_result res;
-  void *user;
-  struct ks_ws_watch_call wcall;
-  bool wcall_open; /* begun on the scan thread, not yet ended */
-  enum ks__scan_phase scan_phase;
-  struct ks_box *next;
-  struct ks_box *prev;
+/* What kern and the init said before the call that reads it settles: the
+ * parked start's output and started bytes, a TAKEN or report that came
+ * while the box was parked. The call's result takes it at the call's end
+ * (ks__call_take_said), never before: a claim hands it over with the kern. */
+struct ks__said {
+  struct ks_outbuf out[2];     /* the call's cap from its attach on */
+  unsigned char started[4];
+  size_t nstarted;
+  bool taken;
+  bool reported;
+  int report_end;
+  int report_value;
+};
+
+/* A running kern: its process and what talks to it. One struct, owned by
+ * the call it serves (struct ks_box, `kern`), which it names (`box`): every
+ * watch below has the kern as its owner and reaches the call through it,
+ * so a claim moves the whole kern from the parked run to the claiming call
+ * by two pointers (ks__kern_attach) and nothing field by field. */
+struct ks__kern {
+  struct ks_box *box;        /* the call it serves now */
   struct ks_proc proc;
   struct ks_proc_kids kids; /* a parked box's kern's children (its watchdog), pinned once
                              * it started: ks_proc_kill_tree needs no /proc read then */
   int fd[KS__BOX_PIPES];
   bool pipe_grown[2]; /* stdout/stderr pipe enlarged for a heavy writer */
   struct ks_watch watch[KS__BOX_PIPES + 1]; /* the pipes, then the pidfd */
-  uint64_t start_ns;
-  /* When the state's time is up (ks__sweep): parked, running or settling,
-   * the call's deadline (UINT64_MAX: none); KILLED, the kill grace's end;
-   * DRAINING, the drain grace's end (at once for a kern given up on). */
-  uint64_t deadline_ns;
-  enum ks_box_state state;    /* where it is in its life (boxstate.h); moved only
-                               * by ks__box_to */
   int ctl;                    /* our end of the init's control channel, or -1 */
   int release;                /* a box settled at the init's report: a copy of ctl
                                * whose shutdown at ks_box_free, once the result is
@@ -94,7 +99,6 @@ struct ks_box {
                                * REPORT); -1 */
   struct ks_watch ctl_watch;
   struct ks_chan_reader chan;
-  size_t spec_sent;           /* bytes of req.spec written to ctl */
   bool ctl_out;               /* ctl is watched for EPOLLOUT too */
   int pending_fd[2];          /* descriptors that came on ctl, for its ATTACH */
   int workload_pidfd;         /* from ATTACH: a pidfd of the interpreter, or -1 */
@@ -108,6 +112,43 @@ struct ks_box {
   struct ks__ip_out ip_out;   /* the message being sent */
   bool ip_out_watched;        /* ip is watched for EPOLLOUT too */
   struct ks__kernel *kernel;  /* a kernel box's cells (req.kernel_key), or NULL */
+  struct ks__said said;
+  /* `kern stop` must name the box kern runs, with the environment kern
+   * had: its start's, taken from that start's request. */
+  char **stop_argv;
+  char **envp;
+};
+
+/* A call: the request, its deadline and its result, and the kern it runs
+ * in. The state (boxstate.h) is the call's, not the kern's: it says where
+ * the call is (a command, the scan thread, the live list, the caller's),
+ * and PENDING, CLAIMED and ENDED are states of a call with no kern of its
+ * own; a kern is only ever reached through the one call it serves, whose
+ * state then also tells what that kern is doing for it (parked, running,
+ * killed, draining). A kern that outlives its call is no box any more but
+ * a tail (struct ks__tail). */
+struct ks_box {
+  struct ks_cmd cmd; /* KS__CMD_BOX, on its way to the supervisor thread */
+  struct ks_box_request req;
+  struct ks_box_result res;
+  void *user;
+  struct ks_ws_watch_call wcall;
+  bool wcall_open; /* begun on the scan thread, not yet ended */
+  enum ks__scan_phase scan_phase;
+  struct ks_box *next;
+  struct ks_box *prev;
+  /* Its kern: the one it started, or the parked one it claimed; NULL once
+   * a claim took it (a parked run that was claimed). */
+  struct ks__kern *kern;
+  uint64_t start_ns;
+  /* When the state's time is up (ks__sweep): parked, running or settling,
+   * the call's deadline (UINT64_MAX: none); KILLED, the kill grace's end;
+   * DRAINING, the drain grace's end (at once for a kern given up on). */
+  uint64_t deadline_ns;
+  struct ks_timer timer;      /* armed for deadline_ns while live (ks__box_deadline) */
+  enum ks_box_state state;    /* where it is in its life (boxstate.h); moved only
+                               * by ks__box_to */
+  size_t spec_sent;           /* bytes of req.spec written to the kern's ctl */
   struct ks_box *claimed;     /* the parked box this call took, its run still to
                                * settle: with this box's, one wakeup of the JS
                                * thread, not one more while the call runs */
@@ -152,6 +193,7 @@ struct ks__tail {
   struct ks_watch pid_watch;
   bool reaped; /* freed at the sweep: later events of the batch may name it */
   uint64_t deadline_ns;
+  struct ks_timer timer; /* armed for deadline_ns: the grace's end */
   char *path;
   int exec_fd;
   char **stop_argv;
@@ -165,6 +207,7 @@ struct ks__tail {
 struct ks__aux {
   struct ks_proc proc;
   uint64_t deadline_ns;
+  struct ks_timer timer; /* armed for deadline_ns */
   struct ks_watch watch;
   struct ks__aux *next;
   struct ks__aux *prev;
@@ -206,6 +249,8 @@ struct ks_sup {
   struct ks__aux *aux;
   _Atomic size_t aux_count;
   _Atomic size_t stops_queued; /* `kern stop`s queued by a sweep, not yet started */
+  struct ks__stop *stops;      /* those: boxes finished this turn, by a timer or the
+                                * sweep, whose `kern stop` the sweep starts */
   struct ks__tail *tails;
   _Atomic size_t tail_count;
   struct ks_sup_hooks hooks;
@@ -268,6 +313,9 @@ struct ks__kernel {
   uint32_t mode;           /* enum ks_ip_mode, from READY */
   const char *dead_why;    /* why the host is ending the kernel, or NULL */
   struct ks__stray *strays;
+  struct ks_timer timer;   /* the cells' clock: a queued start's deadline, or the
+                            * current cell's deadline or grace (ks__kernel_clock);
+                            * its owner is the kern */
 };
 
 #endif
