@@ -160,10 +160,19 @@ static napi_value ks__parked_result(napi_env env, struct ks_addon *addon, int sh
     return NULL;
   }
   handle = ks_handle_new(env, addon, KS_HANDLE_PARKED, shared, NULL, park_key);
-  if (handle == NULL || !ks_napi_set(env, out, "parked", handle) ||
-      !ks_napi_set(env, out, "channel", ks_napi_bool(env, channel)) ||
-      !ks_napi_set(env, out, "done", promise))
+  if (handle == NULL)
     return NULL;
+  if (!ks_napi_set(env, out, "parked", handle) ||
+      !ks_napi_set(env, out, "channel", ks_napi_bool(env, channel)) ||
+      !ks_napi_set(env, out, "done", promise)) {
+    /* No one will ever see the handle: its channel copy must not stay
+     * held until the environment's teardown. (An exception is pending; the
+     * release's own errors cannot add to it for a handle made here.) */
+    int fd;
+    if (ks_handle_release(env, addon, handle, KS_HANDLE_PARKED, "parkBox", &fd) == 1 && fd >= 0)
+      (void) close(fd);
+    return NULL;
+  }
   return out;
 }
 

@@ -247,12 +247,15 @@ void ks__tail_arm(struct ks_sup *sup, struct ks__tail *t) {
   for (int i = 0; i < KS__TAIL_FDS; i++) {
     t->watch[i].fn = ks__tail_on_fd;
     t->watch[i].owner = t;
-    if (t->fd[i] >= 0)
-      (void) ks_loop_watch_mod(&sup->loop, t->fd[i], &t->watch[i], EPOLLIN);
+    /* A descriptor whose entry could not be pointed at the tail must not
+     * stay watched under the kern's watch (the kern is freed with its call). */
+    if (t->fd[i] >= 0 && ks_loop_watch_mod(&sup->loop, t->fd[i], &t->watch[i], EPOLLIN) < 0)
+      ks_loop_watch_close(&sup->loop, &t->fd[i]);
   }
   t->pid_watch.fn = ks__tail_on_exit;
   t->pid_watch.owner = t;
-  (void) ks_loop_watch_mod(&sup->loop, t->proc.pidfd, &t->pid_watch, EPOLLIN);
+  if (ks_loop_watch_mod(&sup->loop, t->proc.pidfd, &t->pid_watch, EPOLLIN) < 0)
+    ks_loop_watch_del(&sup->loop, t->proc.pidfd); /* its grace timer still ends it */
 }
 
 /* Whatever kern or a dying box still writes goes nowhere; EOF closes. */
