@@ -17,7 +17,7 @@
         "csrc/core/box/interpreter.c",
         "csrc/core/box/interpreter-cells.c",
         "csrc/core/box/keys.c",
-        "csrc/core/box/kit.c",
+        "csrc/core/box/boxpipes.c",
         "csrc/core/box/loop.c",
         "csrc/core/box/timers.c",
         "csrc/core/box/outbuf.c",

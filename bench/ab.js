@@ -11,8 +11,8 @@
 // differ by more than 5%, else "within noise" (and none from one round).
 //
 //   node bench/ab.js                        # every mechanism, 3 rounds
-//   node bench/ab.js rounds=5 bootcache fd-kits
-//   KERN_BENCH_REAL=1 KERN_BIN=/path/to/kern node bench/ab.js rounds=1 inline-ends
+//   node bench/ab.js rounds=5 bootcache inbox-libc
+//   KERN_BENCH_REAL=1 KERN_BIN=/path/to/kern node bench/ab.js rounds=1 bootcache
 //
 // Against the kern test double unless KERN_BENCH_REAL=1 (as bench/run.js).
 const fs = require("fs");
@@ -28,9 +28,7 @@ const ROOT = path.join(__dirname, "..");
 const MOVES = {
   "inbox-libc": ["perCallOverhead", "oneShot"], // every cold box starts the init
   bootcache: ["oneShot", "kernel"], // every cold interpreter box loads the boot
-  "fd-kits": ["perCallOverhead"], // a cold box's spawn makes its descriptors
   "js-writes": ["prewarmed", "kernel"], // a claimed exec box's argv; a kernel's cells
-  "inline-ends": ["perCallOverhead", "prewarmed"], // every short call's end
 };
 
 const median = (xs) => {

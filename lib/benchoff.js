@@ -9,13 +9,8 @@
 const MECHANISMS = Object.freeze({
   "inbox-libc": "the init built without glibc (csrc/init/nolibc.c); off: KERN_SANDBOX_BENCH_INIT's binary",
   bootcache: "the Python boot's bytecode (lib/bootcache.js); off: every box compiles its text",
-  "fd-kits": "the next cold box's pipes and channel made ahead (csrc/core/box/kit.c)",
   "js-writes": "a claim's argv and a kernel's cells sent from the JS thread",
-  "inline-ends": "a short call's end on the supervisor thread (ks__end_inline)",
 });
-
-// The ones the engine checks: lib/binding.js passes them to configure().
-const ENGINE = new Set(["fd-kits", "inline-ends"]);
 
 /** The set of names in list (a comma list; blanks ignored); throws on one
  * that names no mechanism, and when inbox-libc is off without an init. */
@@ -43,9 +38,4 @@ function isOff(name) {
   return OFF.has(name);
 }
 
-/** The engine's switches that are off, as configure() takes them. */
-function engineOff() {
-  return [...OFF].filter((n) => ENGINE.has(n)).join(",");
-}
-
-module.exports = { MECHANISMS, parse, isOff, engineOff, INIT };
+module.exports = { MECHANISMS, parse, isOff, INIT };

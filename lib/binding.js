@@ -7,7 +7,6 @@
 // otherwise the release build, which has no test natives.
 const fs = require("fs");
 const path = require("path");
-const benchoff = require("./benchoff");
 
 /** Whether the ThreadSanitizer runtime is in this process (preloaded). */
 function haveTsanRuntime() {
@@ -58,10 +57,9 @@ const makeRawResult = new Function(...binding.RAW_RESULT_FIELDS,
 // Test switches, read here under Node's environment lock (the addon never
 // calls getenv): KERN_SANDBOX_FORCE_FALLBACK takes the fallback paths a
 // modern kernel does not need, KERN_SANDBOX_TRACKER=0 turns off the inotify
-// change tracker (README, "How this differs"). The bench switches the
-// engine checks (lib/benchoff.js) go with them.
+// change tracker (README, "How this differs").
 binding.configure(process.env.KERN_SANDBOX_FORCE_FALLBACK ?? "",
-  process.env.KERN_SANDBOX_TRACKER ?? "", makeRawResult, benchoff.engineOff());
+  process.env.KERN_SANDBOX_TRACKER ?? "", makeRawResult);
 
 // process.exit() and an uncaught exception end the process without the
 // environment teardown that kills boxes and removes the workspaces sessions

@@ -102,13 +102,6 @@ function runProcesses() {
   }).map((p) => ({ pid: p.pid, argv: p.argv.split("\0").join(" ").trim() }));
 }
 
-/** The table without the descriptors the engine made ahead for its next
- * box (csrc/core/box/kit.h): new ones, at other numbers, with every box. */
-function withoutSpareFds(table) {
-  for (const fd of require("../lib/binding").spareFds()) delete table[fd];
-  return table;
-}
-
 // What each test left (afterEach), in order.
 const trail = [];
 
@@ -144,7 +137,7 @@ exports.mochaHooks = {
     });
     await h.waitFor(() => h.children().length === 0, 12000);
     await watchClosesSettled();
-    baselineFds = withoutSpareFds(fdTable());
+    baselineFds = fdTable();
     baselineSockets = new Set(listeningSockets().keys());
     baselineCgroups = new Set(kernCgroups());
   },
@@ -159,7 +152,7 @@ exports.mochaHooks = {
     if (baselineFds !== null) {
       trail.push({ test: this.currentTest?.fullTitle() ?? "?",
         liveBoxes: require("../lib/binding").liveBoxes(), children: h.children().length,
-        fds: Object.keys(withoutSpareFds(fdTable())).length, tmpLeftovers: leftovers(TMP).length });
+        fds: Object.keys(fdTable()).length, tmpLeftovers: leftovers(TMP).length });
     }
   },
 
@@ -179,7 +172,7 @@ exports.mochaHooks = {
     const newCgroups = () => newKernCgroups(baselineCgroups);
     await h.waitFor(() => newListeners(baselineSockets).length === 0 && newCgroups().length === 0, wait(5000));
     const fdsBack = baselineFds === null ||
-      await h.waitFor(() => Object.keys(withoutSpareFds(fdTable())).length === Object.keys(baselineFds).length,
+      await h.waitFor(() => Object.keys(fdTable()).length === Object.keys(baselineFds).length,
         wait(5000));
     const census = {
       liveBoxes: binding.liveBoxes(),
@@ -192,7 +185,7 @@ exports.mochaHooks = {
       cgroups: newCgroups(),
     };
     if (baselineFds !== null) {
-      const now = withoutSpareFds(fdTable());
+      const now = fdTable();
       for (const fd of new Set([...Object.keys(now), ...Object.keys(baselineFds)])) {
         if (now[fd] !== baselineFds[fd]) census.fds.push(`${fd}: ${baselineFds[fd] ?? "-"} -> ${now[fd] ?? "-"}`);
       }

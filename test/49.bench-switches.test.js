@@ -49,11 +49,10 @@ const PROBE = `
     }
     await k.close();
     await s.close();
-    // fd-kits: the descriptors made ahead after a cold box.
+    // A cold box among the calls.
     s = await new Sandbox({ prewarm: 0 }).open();
     const r = await s.run(["echo", "cold"]);
     out.calls.push([r.exitCode, r.stdout]);
-    out.spare = binding.spareFds().length;
     await s.close();
     // bootcache: a fresh image's bytecode after three interpreter boxes.
     const image = process.argv[1];
@@ -107,31 +106,28 @@ describe("bench switches (issue 32: the A/B of each speed mechanism)", function 
     assert.deepStrictEqual(o.calls, CALLS);
     assert.ok(o.claims >= 1, `claimSend calls: ${o.claims}`);
     assert.ok(o.directs >= 1, `cells sent from the JS thread: ${o.directs}`);
-    assert.strictEqual(o.spare, 8, "the next cold box's kit");
     assert.strictEqual(o.bin, true, "the boot's bytecode");
     assert.strictEqual(o.initBinary, built);
     assert.strictEqual(o.init, fs.readFileSync(built).toString("base64"));
-    assert.strictEqual(benchoff.engineOff(), "");
   });
 
-  it("with all off: no claimSend, no direct cell, no kit, no compile box, the given init; the " +
+  it("with all off: no claimSend, no direct cell, no compile box, the given init; the " +
     "calls' results unchanged", function () {
     const o = probe({ KERN_SANDBOX_BENCH_OFF: Object.keys(benchoff.MECHANISMS).join(","),
       KERN_SANDBOX_BENCH_INIT: glibcInit });
     assert.deepStrictEqual(o.calls, CALLS);
     assert.strictEqual(o.claims, 0);
     assert.strictEqual(o.directs, 0);
-    assert.strictEqual(o.spare, 0);
     assert.strictEqual(o.bin, false);
     assert.strictEqual(o.initBinary, glibcInit);
     assert.strictEqual(o.init, fs.readFileSync(glibcInit).toString("base64"));
     assert.notStrictEqual(o.init, fs.readFileSync(built).toString("base64"));
   });
 
-  it("one off leaves the others on (js-writes alone: the kit and the bytecode stay)", function () {
+  it("one off leaves the others on (js-writes alone: the bytecode and the init stay)", function () {
     const o = probe({ KERN_SANDBOX_BENCH_OFF: " js-writes ", KERN_SANDBOX_BENCH_INIT: undefined });
     assert.deepStrictEqual(o.calls, CALLS);
-    assert.deepStrictEqual([o.claims, o.directs, o.spare, o.bin, o.initBinary], [0, 0, 8, true, built]);
+    assert.deepStrictEqual([o.claims, o.directs, o.bin, o.initBinary], [0, 0, true, built]);
   });
 
   it("an unknown name, or inbox-libc without an init, fails the package's load", function () {
@@ -144,7 +140,7 @@ describe("bench switches (issue 32: the A/B of each speed mechanism)", function 
       assert.notStrictEqual(r.status, 0, off);
       assert.match(r.stderr, words);
     }
-    assert.deepStrictEqual([...benchoff.parse(" , fd-kits,inline-ends,")], ["fd-kits", "inline-ends"]);
+    assert.deepStrictEqual([...benchoff.parse(" , bootcache,js-writes,")], ["bootcache", "js-writes"]);
   });
 
   it("bench/ab.js's verdict: moves only when the ranges are apart and the medians > 5% apart", function () {

@@ -365,28 +365,6 @@ int main(int argc, char **argv) {
       assert.match(fds.find((l) => / fd 4 /.test(l)), /memfd:kern-sandbox-env/);
     });
 
-    it("the descriptors made ahead for the next box (csrc/core/box/kit.h): 3 pipes and a socket " +
-      "pair, close-on-exec, renewed by every box, never more of them", async function () {
-      const targets = (fds) => fds.map((fd) => fs.readlinkSync(`/proc/self/fd/${fd}`));
-      await withSandbox({ prewarm: 0 }, async (s) => {
-        await s.run(["true"]);
-        const first = binding.spareFds();
-        const made = targets(first);
-        assert.strictEqual(made.filter((t) => t.startsWith("pipe:")).length, 6, made.join(" "));
-        assert.strictEqual(made.filter((t) => t.startsWith("socket:")).length, 2, made.join(" "));
-        for (const fd of first) {
-          const info = fs.readFileSync(`/proc/self/fdinfo/${fd}`, "utf8");
-          assert.ok(parseInt(/^flags:\s+(\d+)/m.exec(info)[1], 8) & 0o2000000, `fd ${fd}: ${info}`);
-        }
-        const before = await h.settledFds();
-        for (let i = 0; i < 10; i++) assert.strictEqual((await s.run(["true"])).exitCode, 0);
-        assert.strictEqual(await h.settledFds(), before, "descriptors grew");
-        const now = targets(binding.spareFds());
-        assert.strictEqual(now.length, 8);
-        assert.deepStrictEqual(now.filter((t) => made.includes(t)), [], "a kit was not taken");
-      });
-    });
-
     it("without the init (0.1.1's argv), kern's stdin is /dev/null", async function () {
       const r = await withSandbox({ image: "fake:dump", [ENGINE]: "direct" },
         (s) => s.runCode("true", { language: "bash" }));

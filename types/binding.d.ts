@@ -255,11 +255,9 @@ export function specFrame(argv: string[]): Buffer;
 export function watchBegin(watch: WsWatch): BegunWatchCall | null;
 
 /** Test switches from process.env (KERN_SANDBOX_FORCE_FALLBACK, KERN_SANDBOX_TRACKER), read
- * by lib/binding.js: the addon itself never calls getenv(). benchOff: the engine's bench
- * switches that are off (lib/benchoff.js), a comma list of "fd-kits" and "inline-ends";
- * they hold for supervisors started after the call. */
+ * by lib/binding.js: the addon itself never calls getenv(). */
 export function configure(forceFallback: string, tracker: string,
-  makeRawResult: (...fields: unknown[]) => RawRunResult, benchOff: string): void;
+  makeRawResult: (...fields: unknown[]) => RawRunResult): void;
 /** The names of RawRunResult's fields, in the order makeRawResult takes them. */
 export const RAW_RESULT_FIELDS: readonly (keyof RawRunResult)[];
 /** The constants lib/ shares with the engine, the init and the interpreter, from their one
@@ -323,8 +321,6 @@ export function wsRestore(root: WorkspaceHandle, srcPath: string): void;
 export const liveBoxes: (() => number) | undefined;
 /** Kerns still tearing down boxes whose calls settled, and kern stop helpers running. */
 export const tailBoxes: (() => number) | undefined;
-/** The descriptors the engine made ahead for its next box (its pipes and channel): the leak census's exception. */
-export const spareFds: (() => number[]) | undefined;
 /** How many cancelled groups the engine still checks. */
 export const cancelledGroups: (() => number) | undefined;
 /** wsCloseLater closes not yet done, in the whole process. */

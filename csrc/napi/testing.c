@@ -1,8 +1,8 @@
 /* The engine's counts the tests' leak census reads (test/00.setup.js,
- * lib/census.js): liveBoxes, tailBoxes, spareFds, cancelledGroups and
- * pendingCloses. Compiled only with KS_TEST_NATIVES (binding.gyp's Test,
- * Debug and Tsan configurations): the Release addon users load has none of
- * them, so no user code comes to depend on them (test/16 checks). */
+ * lib/census.js): liveBoxes, tailBoxes, cancelledGroups and pendingCloses.
+ * Compiled only with KS_TEST_NATIVES (binding.gyp's Test, Debug and Tsan
+ * configurations): the Release addon users load has none of them, so no
+ * user code comes to depend on them (test/16 checks). */
 #ifdef KS_TEST_NATIVES
 #define _GNU_SOURCE
 #include <stddef.h>
@@ -40,25 +40,6 @@ static napi_value ks__cancelled_groups(napi_env env, napi_callback_info info) {
   return ks__sup_count(env, ks_sup_cancelled_groups);
 }
 
-/* spareFds(): the descriptors the engine made ahead for its next box, for
- * the leak census (they change with every box, and are no leak). */
-static napi_value ks__spare_fds(napi_env env, napi_callback_info info) {
-  struct ks_addon *addon;
-  int fds[KS_SUP_SPARE_FDS_MAX];
-  size_t n;
-  napi_value out;
-  (void) info;
-  KS_NAPI_CALL(env, napi_get_instance_data(env, (void **) &addon));
-  n = addon->sup != NULL ? ks_sup_spare_fds(addon->sup, fds) : 0;
-  KS_NAPI_CALL(env, napi_create_array_with_length(env, n, &out));
-  for (size_t i = 0; i < n; i++) {
-    napi_value v;
-    KS_NAPI_CALL(env, napi_create_int32(env, fds[i], &v));
-    KS_NAPI_CALL(env, napi_set_element(env, out, (uint32_t) i, v));
-  }
-  return out;
-}
-
 /* pendingCloses(): the wsCloseLater closes not yet done (tests count
  * descriptors once none are). */
 static napi_value ks__pending_closes(napi_env env, napi_callback_info info) {
@@ -71,8 +52,7 @@ static napi_value ks__pending_closes(napi_env env, napi_callback_info info) {
 bool ks_napi_init_testing(napi_env env, napi_value exports) {
   static const struct ks_napi_fn fns[] = {
       {"liveBoxes", ks__live_boxes},         {"tailBoxes", ks__tail_boxes},
-      {"cancelledGroups", ks__cancelled_groups}, {"spareFds", ks__spare_fds},
-      {"pendingCloses", ks__pending_closes},
+      {"cancelledGroups", ks__cancelled_groups}, {"pendingCloses", ks__pending_closes},
   };
   return ks_napi_export(env, exports, fns, sizeof fns / sizeof fns[0]);
 }

@@ -103,7 +103,6 @@ static void ks__on_turn(void *ctx, struct ks_cmd *cmds) {
   }
   ks__cells_take(sup, cells, ks_now_ns());
   ks__sweep(sup, ks_now_ns());
-  ks__kit_refill(sup, ks_now_ns());
   while (forgets != NULL) {
     struct ks_cmd *next = forgets->next;
     ks__forget_now(sup, ks__forget_of(forgets));
@@ -119,8 +118,6 @@ static void ks__on_stop(void *ctx, struct ks_cmd *cmds) {
 
   ks__cells_cancel(sup, sup->turn_cells);
   sup->turn_cells = NULL;
-  ks_kit_close(&sup->kit);
-  ks__kit_publish(sup);
   while (cmds != NULL) {
     struct ks_cmd *next = cmds->next;
     struct ks_err err;
@@ -207,10 +204,6 @@ static void ks__kill_cancelled(struct ks_sup *sup, struct ks_box *box, uint64_t 
   ks__kill_box(sup, box, now, false);
 }
 
-static _Atomic unsigned ks__bench_off;
-
-void ks_sup_bench_off(unsigned off) { atomic_store(&ks__bench_off, off); }
-
 int ks_sup_start(const struct ks_sup_hooks *hooks, void *ctx, struct ks_sup **ret_sup,
                  struct ks_err *err) {
   struct ks_sup *sup;
@@ -224,10 +217,6 @@ int ks_sup_start(const struct ks_sup_hooks *hooks, void *ctx, struct ks_sup **re
   sup->hooks = *hooks;
   sup->ctx = ctx;
   sup->box_hooks.kill = ks__kill_cancelled;
-  sup->off = atomic_load(&ks__bench_off);
-  ks_kit_init(&sup->kit);
-  for (int i = 0; i < KS_KIT_FDS; i++)
-    atomic_init(&sup->kit_fds[i], -1);
 #ifdef KS_FAILPOINTS
   {
     const char *ms = getenv("KS_FAILPOINT_SUP_TAKE_MS"); /* read here, on the JS thread */
@@ -375,18 +364,6 @@ void ks_sup_forget_group(struct ks_sup *sup, uint64_t group) {
 }
 
 size_t ks_sup_live_boxes(struct ks_sup *sup) { return atomic_load(&sup->live_count); }
-
-_Static_assert(KS_KIT_FDS <= KS_SUP_SPARE_FDS_MAX, "spareFds() holds a whole kit");
-
-size_t ks_sup_spare_fds(struct ks_sup *sup, int out[KS_SUP_SPARE_FDS_MAX]) {
-  size_t n = 0;
-  for (int i = 0; i < KS_KIT_FDS; i++) {
-    int fd = atomic_load(&sup->kit_fds[i]);
-    if (fd >= 0)
-      out[n++] = fd;
-  }
-  return n;
-}
 
 size_t ks_sup_tails(struct ks_sup *sup) {
   /* A stop queued before the count of helpers it becomes: never a moment

@@ -45,10 +45,6 @@ void ks__box_deadline(struct ks_sup *sup, struct ks_box *box, uint64_t at);
 /* Settles, cancels, drained boxes and finished tails: what no timer says.
  * Runs after each turn's events and timers. */
 void ks__sweep(struct ks_sup *sup, uint64_t now);
-/* The next cold box's descriptors (kit.h): published for the leak census,
- * made again while the thread has nothing else to do. */
-void ks__kit_publish(struct ks_sup *sup);
-void ks__kit_refill(struct ks_sup *sup, uint64_t now);
 
 /* box-claim.c */
 

@@ -214,27 +214,21 @@ void ks__report_spawn_failure(struct ks_sup *sup, struct ks_box *box, const stru
   ks__after_box(sup, box);
 }
 
-/* The descriptors a cold box starts with: its pipes (taken from the kit
- * made ahead, else made now), the init's channel (made with the pipes, or
- * the caller's: *shared), and the env file. 0, or -1 with err set. */
+/* The descriptors a cold box starts with: its pipes, the init's channel
+ * (made with the pipes, or the caller's: *shared), and the env file. 0, or
+ * -1 with err set. */
 static int ks__spawn_fds(struct ks_sup *sup, struct ks_box *box, int pipes[][2], int chan[2],
                          bool *shared, int *envfd, struct ks_err *err) {
   bool own_chan = box->req.channel && !box->req.chan_given;
   int r = 0;
 
-  if (ks_kit_ready(&sup->kit)) {
-    /* Made ahead (ks__kit_refill); the init's channel, on kern's stdin
-     * (which kern hands to the box), only if the box has no channel yet. */
-    ks_kit_take(&sup->kit, pipes, own_chan ? chan : NULL);
-    ks__kit_publish(sup);
-  } else {
-    for (int i = 0; i < KS__BOX_PIPES; i++)
-      pipes[i][0] = pipes[i][1] = -1;
-    for (int i = 0; i < KS__BOX_PIPES && r == 0; i++)
-      r = ks_pipe_nonblocking_read(pipes[i], err);
-    if (r == 0 && own_chan)
-      r = ks_channel_pair(chan, err);
-  }
+  for (int i = 0; i < KS__BOX_PIPES; i++)
+    pipes[i][0] = pipes[i][1] = -1;
+  for (int i = 0; i < KS__BOX_PIPES && r == 0; i++)
+    r = ks_pipe_nonblocking_read(pipes[i], err);
+  /* The init's channel, on kern's stdin (which kern hands to the box). */
+  if (r == 0 && own_chan)
+    r = ks_channel_pair(chan, err);
   if (r == 0 && box->req.channel && box->req.chan_given) {
     chan[0] = box->req.chan[0];
     chan[1] = box->req.chan[1];
@@ -608,32 +602,5 @@ void ks__sweep(struct ks_sup *sup, uint64_t now) {
     next = t->next;
     if (t->reaped)
       ks__tail_free(sup, t);
-  }
-}
-
-/* ---- the kit -------------------------------------------------------------- */
-
-/* The next cold box's descriptors, made while this thread has nothing to
- * do (its boxes are starting): a spawn then only takes them. A failure
- * leaves the kit empty, and the spawn makes its own and reports the error;
- * the kit is tried again only after KS__KIT_RETRY_NS, not on every wakeup
- * while the process is out of descriptors. */
-#define KS__KIT_RETRY_NS (100 * KS__MS)
-
-void ks__kit_publish(struct ks_sup *sup) {
-  int fds[KS_KIT_FDS];
-
-  ks_kit_fds(&sup->kit, fds);
-  for (int i = 0; i < KS_KIT_FDS; i++)
-    atomic_store(&sup->kit_fds[i], fds[i]);
-}
-
-void ks__kit_refill(struct ks_sup *sup, uint64_t now) {
-  struct ks_err err;
-
-  if (!ks_kit_ready(&sup->kit) && now >= sup->kit_retry_ns && !(sup->off & KS_SUP_OFF_KITS)) {
-    if (ks_kit_make(&sup->kit, &err) < 0)
-      sup->kit_retry_ns = now + KS__KIT_RETRY_NS;
-    ks__kit_publish(sup);
   }
 }

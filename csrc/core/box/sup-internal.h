@@ -15,7 +15,7 @@
 #include "boxstate.h"
 #include "interp.h"
 #include "keys.h"
-#include "kit.h"
+#include "boxpipes.h"
 #include "loop.h"
 #include "supervisor.h"
 
@@ -47,7 +47,7 @@ enum ks__cmd_kind {
 };
 
 /* The read ends we hold for one box: stdout, stderr, started. */
-#define KS__BOX_PIPES KS_KIT_PIPES
+#define KS__BOX_PIPES KS_BOX_PIPES
 
 enum ks__scan_phase { KS__SCAN_BEFORE, KS__SCAN_AFTER };
 
@@ -255,10 +255,6 @@ struct ks_sup {
   _Atomic size_t tail_count;
   struct ks_sup_hooks hooks;
   void *ctx;
-  struct ks_box_kit kit;       /* the next cold box's pipes and channel, made ahead */
-  _Atomic int kit_fds[KS_KIT_FDS]; /* its descriptors, for ks_sup_spare_fds (-1: none) */
-  uint64_t kit_retry_ns;       /* after a failure to make it (EMFILE), not before this */
-  unsigned off;                /* bench switches (enum ks_sup_off), fixed at its start */
 #ifdef KS_FAILPOINTS
   /* The Debug build's pause after the thread took the commands (from
    * KS_FAILPOINT_SUP_TAKE_MS): it widens the window a test races into. */
