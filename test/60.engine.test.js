@@ -128,8 +128,9 @@ describe("engine", function () {
       note(`extra wakeups of the JS thread while kern exited: ${woken.join(", ")}`);
       assert.ok(woken.length >= 3, `only ${woken.length} kerns exited while this thread slept`);
       // One per round is the defect (the engine before the fix: 1 in every
-      // round); V8's workers may wake once in a while for work of their own.
-      assert.ok(woken.reduce((a, b) => a + b, 0) < woken.length / 2, `extra wakeups ${woken}`);
+      // round); V8's own work may wake the thread in a round now and then
+      // (under load, several times in one round): count the rounds woken.
+      assert.ok(woken.filter((w) => w > 0).length < woken.length / 2, `extra wakeups ${woken}`);
     });
   });
 

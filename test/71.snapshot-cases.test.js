@@ -317,7 +317,11 @@ describe("snapshot and restore: the remaining catalogue cases", function () {
         // The workspace is what is full, not the archive: no path names it.
         assert.ok(err.path === undefined || !err.path.includes("r.tgz"), `path ${err.path}`);
         // Positive control: with the space back, the same archive restores.
+        // (A tmpfs frees an unlinked file's pages when its last descriptor
+        // closes, which may come a moment later: wait for the space.)
         fs.rmSync(path.join(mnt, "filler"));
+        const free = () => { const st = fs.statfsSync(mnt); return st.bavail * st.bsize; };
+        assert.ok(await h.waitFor(() => free() >= 600 * KiB, 5000), `free ${free()} bytes`);
         s.restore(arc);
         assert.strictEqual(fs.readFileSync(path.join(mnt, "a.txt"), "utf8"), "first");
         assert.strictEqual(fs.statSync(path.join(mnt, "d/big.bin")).size, 300 * KiB);
