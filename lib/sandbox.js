@@ -372,10 +372,9 @@ class Sandbox {
     } catch {
       return null; // the engine is shutting down (process.exit): no box ahead, calls start cold
     }
-    const { done } = started;
-    st.trackParked(done);
+    st.trackParked(started.done);
     return { parkKey, parked: started.parked, kind, key: this.#poolKey(o, flagsKey, envFile),
-      backstopAt: Date.now() + (Math.ceil(timeoutS) + 5) * 1000, done };
+      backstopAt: Date.now() + (Math.ceil(timeoutS) + 5) * 1000 };
   }
 
   /** After a call: the pool back to `prewarm` boxes of the kind used last. */
