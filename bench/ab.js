@@ -28,7 +28,6 @@ const ROOT = path.join(__dirname, "..");
 const MOVES = {
   "inbox-libc": ["perCallOverhead", "oneShot"], // every cold box starts the init
   bootcache: ["oneShot", "kernel"], // every cold interpreter box loads the boot
-  "js-writes": ["prewarmed", "kernel"], // a claimed exec box's argv; a kernel's cells
 };
 
 const median = (xs) => {

@@ -9,7 +9,6 @@
 const MECHANISMS = Object.freeze({
   "inbox-libc": "the init built without glibc (csrc/init/nolibc.c); off: KERN_SANDBOX_BENCH_INIT's binary",
   bootcache: "the Python boot's bytecode (lib/bootcache.js); off: every box compiles its text",
-  "js-writes": "a claim's argv and a kernel's cells sent from the JS thread",
 });
 
 /** The set of names in list (a comma list; blanks ignored); throws on one
