@@ -28,6 +28,7 @@ const ROOT = path.join(__dirname, "..");
 const MOVES = {
   "inbox-libc": ["perCallOverhead", "oneShot"], // every cold box starts the init
   bootcache: ["oneShot", "kernel"], // every cold interpreter box loads the boot
+  "direct-cells": ["kernel"], // a ready kernel's cell, sent without the engine thread's wakeup
 };
 
 const median = (xs) => {

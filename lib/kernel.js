@@ -14,6 +14,7 @@
 //             checkpoint. A cell that times out, crashes or is OOM-killed
 //             loses only itself; rollback(n) goes back n states.
 const binding = require("./binding");
+const benchoff = require("./benchoff");
 const init = require("./init");
 const { SandboxError, sandboxError, escapeControl } = require("./errors");
 const { AbortError, abortError, onAbort } = require("./abort");
@@ -22,6 +23,9 @@ const { normalizeCallOptions, describe } = require("./options");
 const { newCancelKey } = require("./session");
 const { awaitHeld } = require("./hold");
 const { ASYNC_DISPOSE } = require("./dispose");
+
+// (Bench switch direct-cells off: every cell goes through the engine's thread.)
+const DIRECT_CELLS_OFF = benchoff.isOff("direct-cells");
 
 // kern's backstop for a kernel's box, and so a kernel's longest life.
 const KERNEL_BACKSTOP_S = 24 * 3600;
@@ -76,6 +80,7 @@ class Kernel {
   #nextId = 1;
   #depth = 0; // fork mode: checkpoints held after the cells settled so far
   #tail = Promise.resolve(); // every message submitted so far, settled
+  #inFlight = 0; // messages submitted and not settled: with none, this thread sends the next
   #up = false; // started: no start to wait for
   #barrier = null; // a rollback() or restart() under way: later cells wait for it
   #timeoutS; // kernel({ timeoutS }): each cell's deadline unless the cell sets its own
@@ -148,11 +153,15 @@ class Kernel {
     this.#key = 0;
   }
 
-  /** One message to the engine (binding.kernelCell), which sends it from
-   * its own thread. */
+  /** One message to the engine (binding.kernelCell). With none of this
+   * kernel's under way, the engine may send it from this thread. */
   #engine(id, type, a, b, body, timeoutMs, cap, onStdout, onStderr, cancelKey) {
-    return binding.kernelCell({ kernelKey: this.#key, id, type, a, b, body, timeoutMs,
-      maxOutputBytes: cap, onStdout, onStderr, cancelKey });
+    const direct = this.#inFlight === 0 && !DIRECT_CELLS_OFF;
+    this.#inFlight++;
+    const p = binding.kernelCell({ kernelKey: this.#key, id, type, a, b, body, timeoutMs,
+      maxOutputBytes: cap, onStdout, onStderr, cancelKey, direct });
+    p.then(() => this.#inFlight--, () => this.#inFlight--);
+    return p;
   }
 
   /** Why a dead cell's kernel died, with the end of what its box printed. */

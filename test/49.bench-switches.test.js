@@ -21,11 +21,15 @@ const PROBE = `
   const fs = require("fs");
   const path = require("path");
   const repo = ${JSON.stringify(h.repo)};
+  const binding = require(repo + "/lib/binding");
   const init = require(repo + "/lib/init");
   const bootcache = require(repo + "/lib/bootcache");
   const { watchClosesSettled } = require(repo + "/lib/census");
   const { Sandbox } = require(repo);
   const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+  let directs = 0;
+  const kernelCell = binding.kernelCell;
+  binding.kernelCell = (opts) => (opts.direct === true && directs++, kernelCell(opts));
   (async () => {
     const out = { calls: [] };
     // Prewarmed exec boxes and a kernel's cells: their results, whatever is off.
@@ -61,6 +65,7 @@ const PROBE = `
     out.bin = fs.existsSync(path.join(dir, bootcache.binName(process.env.KERN_BIN, image)));
     out.initBinary = init.INIT_BINARY;
     out.init = fs.readFileSync(path.join(dir, "ks-init")).toString("base64");
+    out.directs = directs;
     process.stdout.write(JSON.stringify(out));
   })().catch((e) => { console.error(e); process.exitCode = 1; });`;
 
@@ -95,25 +100,28 @@ describe("bench switches (issue 32: the A/B of each speed mechanism)", function 
   it("with none off, every mechanism is in use (the positive control)", function () {
     const o = probe({ KERN_SANDBOX_BENCH_OFF: undefined, KERN_SANDBOX_BENCH_INIT: glibcInit });
     assert.deepStrictEqual(o.calls, CALLS);
+    assert.ok(o.directs >= 1, `cells sent from the JS thread: ${o.directs}`);
     assert.strictEqual(o.bin, true, "the boot's bytecode");
     assert.strictEqual(o.initBinary, built);
     assert.strictEqual(o.init, fs.readFileSync(built).toString("base64"));
   });
 
-  it("with all off: no compile box, the given init; the " +
+  it("with all off: no direct cell, no compile box, the given init; the " +
     "calls' results unchanged", function () {
     const o = probe({ KERN_SANDBOX_BENCH_OFF: Object.keys(benchoff.MECHANISMS).join(","),
       KERN_SANDBOX_BENCH_INIT: glibcInit });
     assert.deepStrictEqual(o.calls, CALLS);
+    assert.strictEqual(o.directs, 0);
     assert.strictEqual(o.bin, false);
     assert.strictEqual(o.initBinary, glibcInit);
     assert.strictEqual(o.init, fs.readFileSync(glibcInit).toString("base64"));
     assert.notStrictEqual(o.init, fs.readFileSync(built).toString("base64"));
   });
 
-  it("one off leaves the others on (bootcache alone: the init stays)", function () {
+  it("one off leaves the others on (bootcache alone: the init and the direct cells stay)", function () {
     const o = probe({ KERN_SANDBOX_BENCH_OFF: " bootcache ", KERN_SANDBOX_BENCH_INIT: undefined });
     assert.deepStrictEqual(o.calls, CALLS);
+    assert.ok(o.directs >= 1, `cells sent from the JS thread: ${o.directs}`);
     assert.deepStrictEqual([o.bin, o.initBinary], [false, built]);
   });
 

@@ -204,14 +204,16 @@ export function startKernel(opts: KernelOptions): Promise<RawRunResult>;
 /**
  * One message to a kernel box's interpreter (csrc/napi/cell.c): its start ("kernel": a = mode,
  * b = checkpoints), a cell ("cell": a = resultMax, b = 1 for rich results, body = the code) or a
- * rollback ("rollback": a = n), sent by the engine's thread. Options as BoxOptions: a wrong
- * field is a TypeError.
+ * rollback ("rollback": a = n), sent by the engine's thread; with direct (the caller has no
+ * other message of this kernel under way), by the calling thread when the kernel is ready and
+ * the message is one record, sparing the engine thread's wakeup. Options as BoxOptions: a
+ * wrong field is a TypeError.
  */
 export function kernelCell(opts: {
   kernelKey: number; id: number; type: "kernel" | "cell" | "rollback"; a: number; b: number;
   body?: Buffer | null; timeoutMs: number; maxOutputBytes: number;
   onStdout?: ((chunk: Buffer) => void) | null; onStderr?: ((chunk: Buffer) => void) | null;
-  cancelKey?: number;
+  cancelKey?: number; direct?: boolean;
 }): Promise<RawCellResult>;
 
 /** What the environment's teardown does, now (process.exit, an uncaught exception): kills and

@@ -4,11 +4,12 @@
  * that key and run in the order they are submitted.
  *
  * kernelCell(kernelKey, id, type, a, b, body, timeoutMs, cap, onStdout,
- *            onStderr, cancelKey) -> Promise<RawCellResult>
+ *            onStderr, cancelKey, direct) -> Promise<RawCellResult>
  *   type: "kernel" (a: mode 1 shared / 2 fork, b: checkpoints, body: the
  *   driver's source), "cell" (a: resultMax, b: 1 for rich results, body:
- *   the code) or "rollback" (a: n). body: a Buffer or null. Every cell
- *   goes through the supervisor's command queue (ks_sup_submit_cell). */
+ *   the code) or "rollback" (a: n). body: a Buffer or null. direct: the
+ *   caller has no other cell of this kernel under way, so this thread may
+ *   send it itself (ks_sup_send_cell), sparing the supervisor's wakeup. */
 #define _GNU_SOURCE
 #include <stdio.h>
 #include <stdlib.h>
@@ -105,9 +106,9 @@ static void ks__settle_cell(napi_env env, struct ks_napi_call *call, struct ks_b
 }
 
 /* kernelCell's options: { kernelKey, id, type, a, b, body?, timeoutMs,
- * maxOutputBytes, onStdout?, onStderr?, cancelKey? }. */
+ * maxOutputBytes, onStdout?, onStderr?, cancelKey?, direct? }. */
 static bool ks__cell_request(napi_env env, napi_value opts, struct ks_cell_request *req,
-                             napi_value streams[2]) {
+                             napi_value streams[2], bool *direct) {
   struct ks_opts o;
   char *type = NULL;
   double id = 0, a = 0, b = 0, timeout_ms = 0, cap = 0;
@@ -137,7 +138,7 @@ static bool ks__cell_request(napi_env env, napi_value opts, struct ks_cell_reque
       !ks_opt_number(&o, "maxOutputBytes", true, 0, 4294967295.0, &cap) ||
       !ks_opt_function(&o, "onStdout", &streams[0], &req->stream[KS_STDOUT]) ||
       !ks_opt_function(&o, "onStderr", &streams[1], &req->stream[KS_STDERR]) ||
-      !ks_opt_key(&o, "cancelKey", false, &req->call))
+      !ks_opt_key(&o, "cancelKey", false, &req->call) || !ks_opt_bool(&o, "direct", direct))
     return false;
   req->id = (uint32_t) id;
   req->timeout_ns = (uint64_t) (timeout_ms * 1e6);
@@ -157,6 +158,8 @@ static napi_value ks__kernel_cell(napi_env env, napi_callback_info info) {
   size_t argc = 1;
   napi_value argv[1];
   napi_value streams[2];
+  bool direct = false;
+  int sent = 0;
   struct ks_addon *addon;
   struct ks_cell_request req;
   struct ks_napi_call *call = NULL;
@@ -170,7 +173,7 @@ static napi_value ks__kernel_cell(napi_env env, napi_callback_info info) {
     napi_throw_type_error(env, "ERR_INVALID_ARG_TYPE", "kern-sandbox: kernelCell(opts) takes 1 argument");
     return NULL;
   }
-  if (!ks__cell_request(env, argv[0], &req, streams)) {
+  if (!ks__cell_request(env, argv[0], &req, streams, &direct)) {
     ks_cell_request_free(&req);
     return NULL;
   }
@@ -191,7 +194,9 @@ static napi_value ks__kernel_cell(napi_env env, napi_callback_info info) {
     ks_napi_throw_last(env);
     goto fail;
   }
-  if (ks_sup_submit_cell(addon->sup, cell) < 0) {
+  if (direct)
+    sent = ks_sup_send_cell(addon->sup, cell);
+  if (sent < 0 || (sent == 0 && ks_sup_submit_cell(addon->sup, cell) < 0)) {
     ks_err_set(&err, ECANCELED, "spawn", NULL);
     ks_napi_reject_system(env, call->deferred, &err);
     ks_cell_free(cell);

@@ -45,9 +45,10 @@ static struct ks__forget *ks__forget_of(struct ks_cmd *cmd) {
 
 /* ---- the loop's hooks ---------------------------------------------------- */
 
-/* The turn's commands, before its events: the cells come out of the list,
- * for ks__on_turn to queue after the turn's boxes; boxes and forgets stay,
- * in order. */
+/* The turn's commands, before its events: the cells come out of the list
+ * (the ones the submitting thread sent itself are taken in now, before an
+ * answer in the batch is read: each names a kernel that is up already);
+ * boxes and forgets stay, in order, for ks__on_turn. */
 static void ks__on_commands(void *ctx, struct ks_cmd **cmds) {
   struct ks_sup *sup = ctx;
   struct ks_cell *cells = NULL;
@@ -70,7 +71,7 @@ static void ks__on_commands(void *ctx, struct ks_cmd **cmds) {
   if (sup->failpoint_take_ms > 0)
     (void) usleep(sup->failpoint_take_ms * 1000u);
 #endif
-  sup->turn_cells = cells;
+  sup->turn_cells = cells != NULL ? ks__cells_take_present(sup, cells) : NULL;
 }
 
 static void ks__forget_now(struct ks_sup *sup, struct ks__forget *f) {
@@ -230,6 +231,7 @@ int ks_sup_start(const struct ks_sup_hooks *hooks, void *ctx, struct ks_sup **re
   }
   ks_keys_init(&sup->keys);
   pthread_mutex_init(&sup->scanner.lock, NULL);
+  pthread_mutex_init(&sup->kernels_lock, NULL);
   pthread_cond_init(&sup->scanner.cond, NULL);
 
   /* The threads start with every signal blocked: the host's handlers run on
@@ -253,6 +255,7 @@ int ks_sup_start(const struct ks_sup_hooks *hooks, void *ctx, struct ks_sup **re
     r = ks_err_set(err, r, "pthread_create", NULL);
     ks_loop_destroy(&sup->loop);
     ks_keys_destroy(&sup->keys);
+    pthread_mutex_destroy(&sup->kernels_lock);
     pthread_mutex_destroy(&sup->scanner.lock);
     pthread_cond_destroy(&sup->scanner.cond);
     free(sup);
@@ -312,6 +315,13 @@ void ks_sup_shutdown(struct ks_sup *sup) {
   (void) pthread_join(sup->thread, NULL);
   ks_loop_destroy(&sup->loop);
   ks_keys_destroy(&sup->keys);
+  pthread_mutex_destroy(&sup->kernels_lock);
+  while (sup->sendable != NULL) {
+    struct ks__sendable *e = sup->sendable;
+    sup->sendable = e->next;
+    ks_close_keep_errno(e->fd);
+    free(e);
+  }
   pthread_mutex_destroy(&sc->lock);
   pthread_cond_destroy(&sc->cond);
   free(sup);

@@ -2,14 +2,17 @@
  * stderr pipes of its own, a deadline that interrupts (shared mode) or
  * kills (fork mode) only the cell, and a grace past which the kernel itself
  * goes (its box killed through sup->box_hooks). A cell comes as a command
- * on the loop (ks_sup_submit_cell). The messages that answer them are read
- * by interpreter.c. */
+ * on the loop (ks_sup_submit_cell), or sent by the submitting thread itself
+ * to a ready kernel (ks_sup_send_cell). The messages that answer them are
+ * read by interpreter.c. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "interpreter-internal.h"
@@ -221,12 +224,123 @@ static void ks__cell_fail(struct ks_sup *sup, struct ks_cell *cell, const char *
 /* The kernel is over: the host ends it (protocol broken, an interrupt
  * ignored past its grace) by killing its box; its cells end as the box's
  * end is handled. */
+static void ks__sendable_remove(struct ks_sup *sup, uint64_t key);
+
 void ks__kernel_kill(struct ks_sup *sup, struct ks_box *box, const char *why, uint64_t now) {
+  ks__sendable_remove(sup, box->req.kernel_key);
   if (box->kern->kernel != NULL && box->kern->kernel->dead_why == NULL)
     box->kern->kernel->dead_why = why;
   if (ks__box_alive(box))
     sup->box_hooks.kill(sup, box, now);
 }
+
+/* ---- kernels the submitting thread may send to --------------------------- */
+
+/* Under kernels_lock: the entry of key, or NULL. */
+static struct ks__sendable **ks__sendable_find(struct ks_sup *sup, uint64_t key) {
+  struct ks__sendable **pp = &sup->sendable;
+  while (*pp != NULL && (*pp)->key != key)
+    pp = &(*pp)->next;
+  return pp;
+}
+
+/* The kernel is READY: cells may go from the submitting thread, on a copy
+ * of its socket (ours stays the supervisor's, closed with the box). */
+void ks__sendable_add(struct ks_sup *sup, struct ks_box *box) {
+  struct ks__sendable *e = calloc(1, sizeof *e);
+  if (e == NULL)
+    return; /* cells go through the supervisor, as before READY */
+  e->key = box->req.kernel_key;
+  e->fd = fcntl(box->kern->ip, F_DUPFD_CLOEXEC, 3);
+  if (e->fd < 0) {
+    free(e);
+    return;
+  }
+  pthread_mutex_lock(&sup->kernels_lock);
+  e->next = sup->sendable;
+  sup->sendable = e;
+  pthread_mutex_unlock(&sup->kernels_lock);
+}
+
+static void ks__sendable_remove(struct ks_sup *sup, uint64_t key) {
+  struct ks__sendable *e = NULL;
+  struct ks__sendable **pp;
+  pthread_mutex_lock(&sup->kernels_lock);
+  pp = ks__sendable_find(sup, key);
+  if (*pp != NULL) {
+    e = *pp;
+    *pp = e->next;
+  }
+  pthread_mutex_unlock(&sup->kernels_lock);
+  if (e != NULL) {
+    ks_close_keep_errno(e->fd);
+    free(e);
+  }
+}
+
+/* On the submitting thread; see supervisor.h. The lock is held from the
+ * queueing to the end of the send: the supervisor takes such a cell only
+ * once it can take the lock, so it never sees one half sent. It is woken
+ * only after the unlock: woken before, it would wake only to sleep on the
+ * lock, and wake again, while the kernel starts on the cell (three threads
+ * on this host's two CPUs). */
+int ks_sup_send_cell(struct ks_sup *sup, struct ks_cell *cell) {
+  struct ks__sendable *e;
+  struct ks_err err;
+  int out[2] = {-1, -1};
+  int errp[2] = {-1, -1};
+  union ks__fd_control control;
+  struct iovec iov = {.iov_base = cell->req.msg, .iov_len = cell->req.msg_len};
+  struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1};
+  int fds[2];
+  ssize_t n;
+  int r;
+
+  if (cell->req.type != KS_IP_CELL || cell->req.msg_len == 0 ||
+      ks_ip_record_size(cell->req.msg) != cell->req.msg_len)
+    return 0; /* more than one record: the supervisor sends it, awaiting room */
+  pthread_mutex_lock(&sup->kernels_lock);
+  e = *ks__sendable_find(sup, cell->req.kernel);
+  if (e == NULL || ks__cell_pipes(out, errp, &err) < 0) {
+    pthread_mutex_unlock(&sup->kernels_lock);
+    return 0;
+  }
+  cell->fd[KS_STDOUT] = out[0];
+  cell->fd[KS_STDERR] = errp[0];
+  cell->present = true;
+  cell->start_ns = ks_now_ns();
+  r = ks_loop_queue(&sup->loop, &cell->cmd);
+  if (r < 0) {
+    cell->fd[0] = cell->fd[1] = -1;
+    cell->present = false;
+    pthread_mutex_unlock(&sup->kernels_lock);
+    ks__close_pipes(out, errp);
+    return r;
+  }
+  /* From here the cell is the supervisor's; it touches it once we unlock. */
+  fds[0] = out[1];
+  fds[1] = errp[1];
+  ks__attach_fds(&msg, &control, fds, 2);
+  do
+    n = sendmsg(e->fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+  while (n < 0 && errno == EINTR);
+  if (n < 0) {
+    /* No room (never while the kernel waits for a cell), or another failure
+     * (ENOBUFS, ENOMEM; or the kernel is gone): the supervisor sends it,
+     * with pipes of its own making, and finds a dead kernel's socket at its
+     * end as for any cell. */
+    ks_close_keep_errno(cell->fd[0]);
+    ks_close_keep_errno(cell->fd[1]);
+    cell->fd[0] = cell->fd[1] = -1;
+    cell->present = false;
+  }
+  ks_close_keep_errno(out[1]);
+  ks_close_keep_errno(errp[1]);
+  pthread_mutex_unlock(&sup->kernels_lock);
+  ks_loop_wake(&sup->loop);
+  return 1;
+}
+
 
 /* ---- a kernel's cells -------------------------------------------------------- */
 
@@ -285,6 +399,45 @@ static struct ks_box *ks__kernel_box(struct ks_sup *sup, uint64_t key) {
       return box;
   }
   return NULL;
+}
+
+struct ks_cell *ks__cells_take_present(struct ks_sup *sup, struct ks_cell *cells) {
+  struct ks_cell *rest = NULL;
+  struct ks_cell **tail = &rest;
+  bool synced = false;
+
+  while (cells != NULL) {
+    struct ks_cell *cell = cells;
+    struct ks_box *box;
+    cells = cell->next;
+    cell->next = NULL;
+    if (!synced) {
+      /* The sender holds the lock until its send is done. */
+      pthread_mutex_lock(&sup->kernels_lock);
+      pthread_mutex_unlock(&sup->kernels_lock);
+      synced = true;
+    }
+    if (!cell->present) {
+      *tail = cell;
+      tail = &cell->next;
+      continue;
+    }
+    box = ks__kernel_box(sup, cell->req.kernel);
+    if (box == NULL || box->kern->kernel->current != NULL || box->kern->ip < 0) {
+      /* Gone meanwhile (or, never when the caller kept its word, a cell
+       * under way): it ends as a cell of a dead kernel does. */
+      ks__cell_fail(sup, cell, box == NULL ? "the kernel is gone"
+                                           : "a cell was sent while another ran");
+      continue;
+    }
+    cell->box = box;
+    cell->sent = true;
+    cell->deadline_ns = cell->start_ns + cell->req.timeout_ns;
+    box->kern->kernel->current = cell;
+    box->kern->ipr.max = cell->req.cap;
+    ks__cell_watch(sup, cell);
+  }
+  return rest;
 }
 
 void ks__cells_take(struct ks_sup *sup, struct ks_cell *cells, uint64_t now) {
@@ -446,6 +599,7 @@ void ks__ip_box_end(struct ks_sup *sup, struct ks_box *box, const char *why) {
   if (k == NULL)
     return;
   ks_loop_timer_disarm(&sup->loop, &k->timer); /* its cells end here */
+  ks__sendable_remove(sup, box->req.kernel_key);
   if (k->dead_why != NULL)
     why = k->dead_why;
   if (k->current != NULL) {

@@ -41,5 +41,7 @@ void ks__kernel_kill(struct ks_sup *sup, struct ks_box *box, const char *why, ui
 /* The kernel's timer (struct ks__kernel, owned by its kern): its cells'
  * deadline or grace is due. */
 void ks__kernel_due(void *ctx, struct ks_timer *t, uint64_t now);
+/* The kernel is READY: the submitting thread may send its cells. */
+void ks__sendable_add(struct ks_sup *sup, struct ks_box *box);
 
 #endif

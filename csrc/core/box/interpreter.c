@@ -275,6 +275,7 @@ static void ks__kernel_message(struct ks_sup *sup, struct ks_box *box, const str
       memcpy(&cell->res.ready, m->body, sizeof cell->res.ready);
       k->ready = true;
       k->mode = cell->res.ready.mode;
+      ks__sendable_add(sup, box);
       if (k->mode == KS_IP_SHARED)
         ks__ip_fds(fds, nfds, &k->pidfd);
       ks__cell_finish(sup, box, cell, KS_CELL_READY, now);

@@ -24,8 +24,11 @@ void ks__ip_drain(struct ks_sup *sup, struct ks_box *box, uint64_t now);
 /* The box is finished (or gone): its socket closes, its cells end with it. */
 void ks__ip_box_end(struct ks_sup *sup, struct ks_box *box, const char *why);
 
-/* The cells taken from the loop this turn, after the turn's boxes: to their
- * kernels' queues. */
+/* The cells taken from the loop this turn, before its events: the ones the
+ * submitting thread sent itself become their kernels' current cells now
+ * (an answer to one may be in the batch); returns the rest, in order. */
+struct ks_cell *ks__cells_take_present(struct ks_sup *sup, struct ks_cell *cells);
+/* The rest, after the turn's boxes: to their kernels' queues. */
 void ks__cells_take(struct ks_sup *sup, struct ks_cell *cells, uint64_t now);
 /* Deadlines, aborts and graces of every kernel's cells. */
 void ks__cells_sweep(struct ks_sup *sup, uint64_t now);

@@ -240,6 +240,10 @@ struct ks_sup {
   struct ks_cell *turn_cells;  /* the cells taken this turn, not sent yet:
                                 * queued on their kernels after the boxes */
   struct ks_cell *cells_done;  /* finished cells, handed to JS after the batch */
+  /* Ready kernels whose cells the submitting thread may send itself
+   * (ks_sup_send_cell), guarded by kernels_lock. */
+  pthread_mutex_t kernels_lock;
+  struct ks__sendable *sendable;
   _Atomic size_t live_count;
   struct ks_box *live;
   struct ks__aux *aux;
@@ -258,6 +262,14 @@ struct ks_sup {
 #endif
 };
 
+/* A ready kernel, as the submitting thread sees it: a copy of its socket to
+ * send a cell on, once the host knows no cell of it is under way. */
+struct ks__sendable {
+  uint64_t key;
+  int fd;
+  struct ks__sendable *next;
+};
+
 /* A kernel's cell, from submission to on_cell_done (interpreter-cells.c). */
 struct ks_cell {
   struct ks_cmd cmd;         /* KS__CMD_CELL, on its way to the supervisor thread */
@@ -274,6 +286,7 @@ struct ks_cell {
   uint64_t grace_ns;         /* after that: the kernel goes (0: not yet) */
   int pidfd;                 /* fork mode: the process running it (FORKED), or -1 */
   bool sent;                 /* its message went out */
+  bool present;              /* the submitting thread sent it (ks_sup_send_cell) */
   bool stopping;             /* interrupted or killed at its deadline or abort */
 };
 

@@ -215,6 +215,14 @@ int ks_sup_submit(struct ks_sup *sup, struct ks_box *box);
  * caller's). */
 int ks_sup_submit_cell(struct ks_sup *sup, struct ks_cell *cell);
 
+/* For a caller that knows no cell of this kernel is under way (the previous
+ * ones have all been handed back): sends the cell's message on the calling
+ * thread, then hands the cell over as ks_sup_submit_cell does, sparing the
+ * supervisor's wakeup on its path. Returns 1 if sent and submitted; 0 if it
+ * cannot be sent here (the kernel is not ready, is gone, or the message
+ * spans records or would block): submit it instead; or -ECANCELED. */
+int ks_sup_send_cell(struct ks_sup *sup, struct ks_cell *cell);
+
 /* Kills every box of a group (a session being closed), or whose call key it
  * is (an aborted call), now and as they come: a box of the group that has
  * not started yet is reported as ECANCELED. Groups and call keys share one
