@@ -29,6 +29,7 @@ const MOVES = {
   "inbox-libc": ["perCallOverhead", "oneShot"], // every cold box starts the init
   bootcache: ["oneShot", "kernel"], // every cold interpreter box loads the boot
   "direct-cells": ["kernel"], // a ready kernel's cell, sent without the engine thread's wakeup
+  "claim-send": ["prewarmed"], // a claimed exec box's SPEC frame, sent without the engine thread's wakeup
 };
 
 const median = (xs) => {

@@ -10,6 +10,7 @@ const MECHANISMS = Object.freeze({
   "inbox-libc": "the init built without glibc (csrc/init/nolibc.c); off: KERN_SANDBOX_BENCH_INIT's binary",
   bootcache: "the Python boot's bytecode (lib/bootcache.js); off: every box compiles its text",
   "direct-cells": "a kernel's cell sent by the submitting thread (ks_sup_send_cell); off: every cell through the engine's thread",
+  "claim-send": "a claim's SPEC frame sent by the claiming thread (claimSend) to the parked exec box; off: by the engine's thread at the takeover",
 });
 
 /** The set of names in list (a comma list; blanks ignored); throws on one

@@ -28,7 +28,7 @@ function boxOptions(st, s) {
     tmpdir: st.tmpdir, stopArgv: s.stopArgv, timeoutMs: s.timeoutMs, maxOutputBytes: s.maxOutputBytes,
     onStdout: s.onStdout ?? null, onStderr: s.onStderr ?? null, watch: s.watch ?? null,
     group: st.group, cancelKey: s.cancelKey ?? 0, init: s.init ?? null,
-    parkKey: 0, claimOnly: false, spec: null, kernelKey: 0, claim: null };
+    parkKey: 0, shareChannel: false, claimOnly: false, spec: null, begun: null, kernelKey: 0, claim: null };
 }
 
 /** A cold box: the promise of its raw result. */
@@ -36,21 +36,24 @@ function startBox(st, spec) {
   return binding.startBox(boxOptions(st, spec));
 }
 
-/** A prewarm box, parked under parkKey: { parked, done } (binding.parkBox). */
-function parkBox(st, spec, { parkKey }) {
+/** A prewarm box, parked under parkKey (shareChannel: this thread keeps a
+ * copy of its channel, for claimSend): { parked, channel, done }
+ * (binding.parkBox). */
+function parkBox(st, spec, { parkKey, shareChannel }) {
   const o = boxOptions(st, spec);
   o.parkKey = parkKey;
+  o.shareChannel = shareChannel;
   return binding.parkBox(o);
 }
 
 /** A call in the parked box of handle parked (or cold if it is gone), with
- * the claim's own terms: claimOnly (no box of its own: `missed` if the
- * parked box is gone) and spec (the SPEC frame the engine sends the box it
- * takes over, or null). */
-function claimBox(st, parked, spec, { claimOnly, spec: frame }) {
+ * the claim's own terms: claimOnly, spec (what of the SPEC frame the caller
+ * could not send), begun (the watch call it began; lib/sandbox.js sendSpec). */
+function claimBox(st, parked, spec, { claimOnly, spec: frame, begun }) {
   const o = boxOptions(st, spec);
   o.claimOnly = claimOnly;
   o.spec = frame;
+  o.begun = begun;
   return binding.claimBox(parked, o);
 }
 

@@ -15,6 +15,7 @@ const { checkHostSource, within } = require("./mounts");
 const { findKern, openKern, boxName, boxArgv, envFileContent, DEPS_DIR } = require("./kern");
 const { Session, newCancelKey } = require("./session");
 const bootcache = require("./bootcache");
+const benchoff = require("./benchoff");
 const { abortError, onAbort, raceAbort } = require("./abort");
 const { classify, exitCodeOf, limitsOf, startedByte } = require("./faults");
 const { warnUnenforced, NO_CAP_WARNING } = require("./warnings");
@@ -27,6 +28,8 @@ const init = require("./init");
 const { Pool, IDLE_MS } = require("./pool");
 const { Kernel, kernelOptions, KERNEL_BACKSTOP_S, KERNEL_START_MIN_DEFAULT_MS } = require("./kernel");
 const { ENGINE, POOL_STATS, POOL_IDLE_MS, KERNEL_START_MIN_MS } = require("./internal");
+
+const CLAIM_SEND_OFF = benchoff.isOff("claim-send"); // bench switch (lib/benchoff.js)
 
 const INLINE_CODE_MAX = 128 * 1024; // longer code goes through a workspace file (ARG_MAX)
 const READ_MAX = 2 ** 31 - 1; // what Node's own fs.readFile accepts
@@ -365,16 +368,24 @@ class Sandbox {
     const parkKey = newCancelKey();
     let started;
     try {
+      // A box that waits for an argv shares its channel: the call that takes
+      // it writes the argv there itself (#spawn). (Bench switch claim-send
+      // off: none is shared, and the engine's thread sends every claim's argv.)
       started = parkBox(st, { kern: this.#kern, argv, enforceLimits: o.enforceLimits, envFile,
         stopArgv: [this.#kern, "stop", name], timeoutMs: timeoutS * 1000,
         maxOutputBytes: o.maxOutputBytes, init: { earlyCap: -1, resultMax: resultMax(o), run: null } },
-      { parkKey });
+      { parkKey, shareChannel: kind !== "python" && !CLAIM_SEND_OFF });
     } catch {
       return null; // the engine is shutting down (process.exit): no box ahead, calls start cold
     }
-    st.trackParked(started.done);
-    return { parkKey, parked: started.parked, kind, key: this.#poolKey(o, flagsKey, envFile),
-      backstopAt: Date.now() + (Math.ceil(timeoutS) + 5) * 1000 };
+    const { channel, done } = started;
+    st.trackParked(done);
+    // channel: the handle still holds this thread's copy of the box's channel.
+    const box = { parkKey, parked: started.parked, kind, key: this.#poolKey(o, flagsKey, envFile),
+      backstopAt: Date.now() + (Math.ceil(timeoutS) + 5) * 1000, channel, done };
+    // Ours until a call sends on it, or the box ends (claimed, dropped, died).
+    done.then(() => closeChannel(box), () => closeChannel(box));
+    return box;
   }
 
   /** After a call: the pool back to `prewarm` boxes of the kind used last. */
@@ -433,7 +444,7 @@ class Sandbox {
       // is known, and run in a prewarmed box started with these very options.
       let initTerms = null;
       let ready = null; // the prewarmed box the call takes, if any
-      let claim = null; // then the claim's own terms: { claimOnly, spec }
+      let claim = null; // then the claim's own terms: { claimOnly, spec, begun }
       if (withInit) {
         // (By image too: the double answers by its image name; a real kern
         // answers the same for all, and one more box per image learns it.)
@@ -442,22 +453,24 @@ class Sandbox {
         ready = kind === null || isSetup || cold ? null
           : st.pool.take(kind, poolKey, (Math.ceil(timeoutS) + 5) * 1000);
         if (ready !== null) {
-          // A Python claim's RUN goes out when the engine takes the box
-          // over; a box gone by then never saw the code, and the call runs
-          // cold (claimOnly: the engine answers `missed`). An exec claim's
-          // argv goes out the same way (the SPEC frame, at the takeover);
-          // with the box gone, the engine starts the call cold itself.
+          claim = { claimOnly: false, spec: null, begun: null };
           if (kind === "python") {
+            // Its RUN goes out when the engine takes the box over; a box
+            // gone by then never saw the code, and the call runs cold.
             initTerms.run = run;
-            claim = { claimOnly: true, spec: null };
+            claim.claimOnly = true;
           } else {
-            claim = { claimOnly: false, spec: init.specFrame(command) };
+            sendSpec(ready, command, claim, st.watch);
           }
         }
       }
-      // A claim that only takes the parked box over (or finds it gone, and
-      // the call is retried below) never starts a box of this request, so
-      // none of kern's argv, env or stop argv is made for it.
+      // A claimed exec box has its argv by now: the rest is off its path.
+      // A claim only takes the parked box over (or finds it gone, and the
+      // call is retried or settled below): it never starts a box of this
+      // request, so none of kern's argv, env or stop argv is made for it.
+      // The box may be waiting for this thread's CPU meanwhile (a socket's
+      // wakeup is a sync one): the less JS and conversion here, the sooner
+      // it runs.
       const adopting = claim !== null && claim.claimOnly;
       let compileBoot = null; // starts the boot's compile once this call settles
       let argv = NOTHING;
@@ -499,9 +512,13 @@ class Sandbox {
         if (kind !== null && !isSetup) setImmediate(() => this.#refillPool(st, kind));
         if (compileBoot !== null) setImmediate(compileBoot);
       }
-      // A Python claim's box ended before the engine could take it over:
-      // it never had the code, and the call runs cold.
-      if (raw.missed) return null;
+      // The claim's argv went to a box that ended before the engine could
+      // take it over: the call ran there if that box's init took the argv.
+      if (raw.missed) {
+        const parked = await ready.done.catch(() => null);
+        if (parked === null || !parked.taken) return null;
+        raw = parked;
+      }
       if (initTerms !== null && o.memoryMb !== null && raw.startedCount >= 2 && !raw.settledEarly)
         capBytes.set(capKey, startedByte(raw, 1)); // a fact of this host and kern
       // A prewarmed box that ended before it took the call (it died while
@@ -724,6 +741,37 @@ class Sandbox {
 }
 
 const NOTHING = Object.freeze([]);
+
+/** Sends a claim's argv to the waiting box's channel from this thread
+ * (binding.claimSend builds the frame and closes the parked handle's copy
+ * of the channel): the box starts the call before the engine's thread has
+ * even woken, and the rest of the call's setup runs meanwhile. The call's
+ * change tracking (watch) begins first, here, for the workload may write
+ * before the engine wakes: when the tracker cannot begin at once (events
+ * still to read), the engine sends the frame after its own begin. What
+ * could not be sent (none, if the box has gone) goes to the engine in
+ * claim.spec. */
+function sendSpec(box, command, claim, watch) {
+  const channel = box.channel;
+  box.channel = false;
+  const begun = channel && watch !== null ? binding.watchBegin(watch) : null;
+  if (begun !== null) claim.begun = begun;
+  let unsent = -1;
+  if (channel && (watch === null || begun !== null)) unsent = binding.claimSend(box.parked, command);
+  else if (channel) binding.wsClose(box.parked);
+  if (unsent === 0) {
+    claim.claimOnly = true; // the box has the argv: the call is that box's or none
+    return;
+  }
+  const frame = init.specFrame(command);
+  claim.spec = unsent > 0 ? frame.subarray(frame.length - unsent) : frame;
+}
+
+/** Closes this thread's copy of a parked box's channel, if it still has it. */
+function closeChannel(box) {
+  if (box.channel) binding.wsClose(box.parked);
+  box.channel = false;
+}
 
 /** A public field's value as it is now: arrays and plain objects copied
  * (one level: their items are strings, or functions). */

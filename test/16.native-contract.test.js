@@ -89,6 +89,7 @@ describe("the native contract (issue 32)", function () {
       for (const bad of [3, { parkKey: 3 }, root]) {
         assert.throws(() => binding.claimBox(bad, { ...good, init }),
           { name: "TypeError", message: /claimBox\(\) expected a parked box's handle \(parkBox\)/ });
+        assert.throws(() => binding.claimSend(bad, ["true"]), { name: "TypeError", message: /claimSend\(\) expected a parked box's handle/ });
         assert.throws(() => binding.dropParked(bad), { name: "TypeError", message: /dropParked\(\) expected a parked box's handle/ });
       }
       assert.throws(() => binding.kernelCell({ kernelKey: 1, id: 0, type: "nope", a: 0, b: 0, timeoutMs: 1, maxOutputBytes: 0 }),

@@ -317,10 +317,27 @@ describe("fast boxes (issue 16)", function () {
         assert.ok(await h.waitFor(() => binding.liveBoxes() === 1, 5000), "one box parked");
       },
       settleMs: 0,
+      exactUnsent: true,
+      extra: ({ session, workspace, holdSubmission }) => {
+        it("what the workload writes before the engine takes the box over is the call's: its " +
+          "change tracking began before the argv went out", async function () {
+          // The submission waits until the workload has written: the engine
+          // has not even seen the claim then.
+          holdSubmission("made");
+          fs.writeFileSync(path.join(workspace(), "pre.txt"), "old\n");
+          await h.sleep(50); // the tracker has read that event: quiet again
+          const s = session();
+          const r = await s.run(["sh", "-c", "echo x > made; echo new >> pre.txt; sleep 0.3"]);
+          assert.strictEqual(runs(s), 1, "positive control: it ran in the prewarmed box");
+          assert.strictEqual(r.exitCode, 0);
+          assert.deepStrictEqual(r.files.map((f) => [f.path, f.change]).sort(),
+            [["made", "created"], ["pre.txt", "modified"]]);
+        });
+      },
     });
 
     it("a claimed box that times out is stopped by its own name, with its kern's environment " +
-      "(the parked box's `kern stop`)", async function () {
+      "(a claim whose argv the caller sent brings neither)", async function () {
       const log = path.join(h.stateDir(), "stops.log");
       const lines = () => (fs.existsSync(log) ? fs.readFileSync(log, "utf8").split("\n").filter(Boolean) : []);
       const s = await new Sandbox({ prewarm: 1, timeoutS: 0.5 }).open();
@@ -340,15 +357,17 @@ describe("fast boxes (issue 16)", function () {
       }
     });
 
-    it("E4: a claim of a prewarmed box keeps no descriptor of its session past close()",
-      async function () {
+    it("E4: a claim's change tracking, begun by the caller, keeps no descriptor of its session " +
+      "past close()", async function () {
       const before = await h.settledFds();
       const s = await new Sandbox({ prewarm: 1 }).open();
       await s.run(["true"]); // the pool's kind: boxes that wait for an argv
       await ready(s);
       await s.run(["true"]);
-      assert.strictEqual(runs(s), 1, "positive control: a claim of the prewarmed box");
+      assert.strictEqual(runs(s), 1, "positive control: a claim whose argv the caller sent");
       await s.close();
+      // The handle of the begun call lives until the GC collects it: it
+      // once held the session's watch (its descriptors) open until then.
       assert.strictEqual(await h.settledFds(), before);
     });
 

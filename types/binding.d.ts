@@ -50,8 +50,8 @@ export interface RawRunResult {
   /** A claimed box's init or interpreter took the call (TAKEN): without it the call never ran there. */
   taken: boolean;
   /** A claim that brought no box of its own (ClaimOptions.claimOnly) found no
-   * parked box to take over: nothing ran, here or in the parked box (never
-   * taken over, it was never sent the call). */
+   * parked box to take over: nothing ran in this box; the parked box's own
+   * result (its taken) says whether the call ran there. */
   missed: boolean;
   /** A Python call's rich results (interpreter protocol RESULT bodies): JSON texts. */
   results: string[];
@@ -108,18 +108,27 @@ export interface ParkOptions extends BoxOptions {
   init: InitTerms;
   /** The key the box is parked under (nonzero; a cancel key's number space). */
   parkKey: number;
+  /** The box's channel is made here and a copy of the host's end stays in
+   * the parked handle: claimSend() writes a claim's argv there and closes
+   * it; wsClose(parked) closes it unused. */
+  shareChannel?: boolean;
 }
 
 /** claimBox's options. */
 export interface ClaimOptions extends BoxOptions {
   init: InitTerms;
-  /** The SPEC frame (specFrame) the engine sends the parked box when it takes it over; none
-   * for a Python claim (its init.run goes out when the box is taken over). */
+  /** What of the SPEC frame the caller could not send (claimSend), or all of it; none for a
+   * Python claim (its init.run goes out when the box is taken over). */
   spec?: Buffer | null;
-  /** A claim that brings no box of its own (a Python box's, whose RUN goes out when the box
-   * is taken over). With no parked box to take over, it settles `missed` and starts nothing
-   * (its argv, env and stopArgv may then be empty: they are never used). */
+  /** A claim that brings no box of its own: its whole spec went through
+   * claimSend() already, or it claims a Python box, whose RUN goes out when
+   * the box is taken over. With no parked box to take over, it settles
+   * `missed` and starts nothing (its argv, env and stopArgv may then be
+   * empty: they are never used). */
   claimOnly?: boolean;
+  /** The call's change tracking, begun by the caller (watchBegin) before it
+   * sent the claim's argv itself: of opts.watch; the box takes it over. */
+  begun?: BegunWatchCall | null;
 }
 
 /** startKernel's options. */
@@ -136,8 +145,13 @@ export interface KernelOptions extends BoxOptions {
  * TypeError naming the kind expected, and a closed one a SystemError EBADF. */
 export interface WorkspaceHandle { readonly __handle: "workspace" }
 export interface KernHandle { readonly __handle: "kern" }
-/** A parked prewarm box: its park key (no descriptor). */
+/** A parked prewarm box: its park key and, with shareChannel, this thread's copy of its channel. */
 export interface ParkedBox { readonly __handle: "parked" }
+
+/** A call's workspace change tracking begun on the calling thread (watchBegin). */
+export interface BegunWatchCall {
+  readonly __brand: "BegunWatchCall";
+}
 
 /** What one kernel message (its start, a cell, a rollback) came to. */
 export interface RawCellResult {
@@ -193,9 +207,10 @@ export function startBox(opts: BoxOptions): Promise<RawRunResult>;
 /**
  * A prewarm box, started and parked under opts.parkKey until a claim takes it over (done then
  * settles with `claimed`) or it is dropped, killed with its group, or dies. done holds nothing on
- * the event loop.
+ * the event loop. channel: whether parked holds a copy of the box's channel (shareChannel, and
+ * one could be made).
  */
-export function parkBox(opts: ParkOptions): { parked: ParkedBox; done: Promise<RawRunResult> };
+export function parkBox(opts: ParkOptions): { parked: ParkedBox; channel: boolean; done: Promise<RawRunResult> };
 /** A call in the parked box if it is still there (prewarmed), else cold (or `missed`, with claimOnly). */
 export function claimBox(parked: ParkedBox, opts: ClaimOptions): Promise<RawRunResult>;
 /** A kernel's box (an --interp box whose cells kernelCell() sends), in opts.claim if it is still parked. */
@@ -228,8 +243,18 @@ export function dropParked(parked: ParkedBox): void;
  * run holds nothing (a parked or kernel box it killed): lib/hold.js. */
 export function holdLoop(): void;
 export function releaseLoop(): void;
-/** The SPEC frame of argv (for ClaimOptions.spec): what a waiting init execs. */
+/** Writes the SPEC frame of a claim's argv to a parked box's channel (the
+ * copy parked holds) without blocking, then closes that copy: the bytes of
+ * the frame left unsent (0: all went; all of it when parked holds no copy
+ * any more, the box is gone, or the frame is over 64 KiB). */
+export function claimSend(parked: ParkedBox, argv: string[]): number;
+/** The SPEC frame of argv, as claimSend() writes it (for ClaimOptions.spec). */
 export function specFrame(argv: string[]): Buffer;
+/** Begins a call's change tracking on this thread, for a claim whose argv
+ * the caller sends itself: null when the tracker has events still to read
+ * (the engine then begins it, and sends the argv after). claimBox() takes
+ * it over through ClaimOptions.begun; one never taken is abandoned when collected. */
+export function watchBegin(watch: WsWatch): BegunWatchCall | null;
 
 /** Test switches from process.env (KERN_SANDBOX_FORCE_FALLBACK, KERN_SANDBOX_TRACKER), read
  * by lib/binding.js: the addon itself never calls getenv(). */
@@ -263,9 +288,9 @@ export function wsOpen(absPath: string, own: boolean): WorkspaceHandle;
 /** The kern binary held open (O_PATH, for BoxOptions.kernHandle), with the opened file's
  * st_mode and st_uid and whether it starts with "#!", for the caller to check the file it got. */
 export function kernOpen(absPath: string): { handle: KernHandle; mode: number; uid: number; script: boolean };
-/** Closes what a handle holds (a workspace's or kern's descriptor); false,
- * closing nothing, once it is closed (by JS, or by the environment's
- * teardown) or when it holds none (a parked box's). */
+/** Closes what a handle holds (a workspace's or kern's descriptor, a parked
+ * box's copy of its channel); false, closing nothing, once it is closed
+ * (by JS, or by the environment's teardown). */
 export function wsClose(handle: WorkspaceHandle | KernHandle | ParkedBox): boolean;
 /** As wsClose, but the close runs on a detached thread of its own (the last
  * descriptor of a removed workspace: freeing its blocks may wait on the disk). */

@@ -90,6 +90,12 @@ struct ks_ws_watch;
 /* The watch behind a wsWatch handle, or NULL (not one, or closed). */
 struct ks_ws_watch *ks_napi_get_watch(napi_env env, napi_value v);
 
+struct ks_ws_watch_call;
+/* Moves the call a watchBegin() handle holds into *out, if the handle is
+ * one, still open and of watch: false otherwise (nothing moved). */
+bool ks_napi_take_begun(napi_env env, napi_value v, const struct ks_ws_watch *watch,
+                        struct ks_ws_watch_call *out);
+
 /* Registers wsSnapshot/wsRestore. */
 bool ks_napi_init_pack(napi_env env, napi_value exports);
 

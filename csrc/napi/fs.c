@@ -530,9 +530,8 @@ static int ks__release_held_arg(napi_env env, napi_callback_info info, enum ks_h
   return ks_handle_release(env, addon, argv[0], kind, fn, fd);
 }
 
-/* wsClose(handle) -> boolean: closes a workspace's or kern's descriptor;
- * false if the handle was closed already or holds none (a parked box's).
- * Synchronous. */
+/* wsClose(handle) -> boolean: closes a workspace's, kern's or parked box's
+ * descriptor; false if the handle was closed already. Synchronous. */
 static napi_value ks__ws_close(napi_env env, napi_callback_info info) {
   struct ks_err err;
   int fd;

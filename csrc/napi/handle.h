@@ -17,15 +17,15 @@
 enum ks_handle_kind {
   KS_HANDLE_WORKSPACE, /* wsOpen: the workspace directory, held open */
   KS_HANDLE_KERN,      /* kernOpen: the kern binary, O_PATH */
-  KS_HANDLE_PARKED,    /* parkBox: its park key (no descriptor) */
+  KS_HANDLE_PARKED,    /* parkBox: its park key, and the caller's copy of its channel (or none) */
   KS_HANDLE_KINDS
 };
 /* For ks_handle_release: a handle of any kind. */
 #define KS_HANDLE_ANY KS_HANDLE_KINDS
 
 /* A new handle of kind on fd, which the environment now holds (with
- * own_dir, whose ownership moves in; ks_addon_hold). fd -1: none (a parked
- * box's). NULL with an exception pending, fd
+ * own_dir, whose ownership moves in; ks_addon_hold). fd -1: a parked box
+ * with no channel of the caller's. NULL with an exception pending, fd
  * closed and own_dir freed. */
 napi_value ks_handle_new(napi_env env, struct ks_addon *addon, enum ks_handle_kind kind, int fd,
                          char *own_dir, uint64_t park_key);

@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "../core/box/interp.h"
@@ -162,27 +163,66 @@ static bool ks__get_init(const struct ks_opts *o, bool required, struct ks_box_r
   return ks__get_run(&init, req);
 }
 
-/* claimBox's opts: spec (the SPEC frame the engine sends the parked box it
- * adopts, or null) and claimOnly (the claim brings no box of its own). */
+/* parkBox's opts.shareChannel: the caller sends a claim's spec itself
+ * (claimSend): the channel is made here, and a copy of the host's end is
+ * the caller's (*shared). Without one (no descriptors left), the engine
+ * makes its own channel and a claim's spec goes through the engine. */
+static bool ks__get_shared_channel(const struct ks_opts *o, struct ks_box_request *req,
+                                   int *shared) {
+  bool share = false;
+  int sp[2];
+
+  if (!ks_opt_bool(o, "shareChannel", &share))
+    return false;
+  if (!share || socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp) < 0)
+    return true;
+  *shared = fcntl(sp[0], F_SETFL, O_NONBLOCK) == 0 ? fcntl(sp[0], F_DUPFD_CLOEXEC, 3) : -1;
+  if (*shared < 0) {
+    close(sp[0]);
+    close(sp[1]);
+    return true;
+  }
+  req->chan_given = true;
+  req->chan[0] = sp[0];
+  req->chan[1] = sp[1];
+  return true;
+}
+
+/* claimBox's opts: spec (what of the SPEC frame the caller could not send,
+ * or all of it), claimOnly (the claim brings no box of its own) and begun
+ * (the watch call the caller began before it sent the argv itself: of this
+ * box's watch). */
 static bool ks__get_claim(const struct ks_opts *o, struct ks_box_request *req) {
+  napi_value begun;
   bool present;
   void *data;
   size_t len;
 
-  return ks_opt_bool(o, "claimOnly", &req->claim_only) &&
-         ks_opt_buffer(o, "spec", &data, &len, &present) &&
-         (!present || ks__copy_buffer(o->env, data, len, &req->spec, &req->spec_len));
+  if (!ks_opt_bool(o, "claimOnly", &req->claim_only) ||
+      !ks_opt_buffer(o, "spec", &data, &len, &present) ||
+      (present && !ks__copy_buffer(o->env, data, len, &req->spec, &req->spec_len)) ||
+      !ks_opt_value(o, "begun", false, &begun, &present))
+    return false;
+  if (!present)
+    return true;
+  if (req->watch == NULL || !ks_napi_take_begun(o->env, begun, req->watch, &req->begun)) {
+    ks_opts_type_error(o, "begun", "must be an open call of opts.watch (watchBegin)");
+    return false;
+  }
+  req->has_begun = true;
+  return true;
 }
 
 bool ks_napi_box_request(napi_env env, struct ks_addon *addon, enum ks_napi_box_mode mode,
                          const char *fn, napi_value parked, napi_value opts,
-                         struct ks_box_request *req, napi_value streams[2]) {
+                         struct ks_box_request *req, napi_value streams[2], int *shared) {
   struct ks_opts o;
   napi_value claim;
   bool present;
 
   memset(req, 0, sizeof *req);
   req->early_cap = -1;
+  *shared = -1;
   if (!ks_opts_begin(env, opts, fn, "opts", &o) || !ks__get_common(&o, addon, req, streams) ||
       !ks__get_init(&o, mode != KS_NAPI_START, req))
     return false;
@@ -190,7 +230,8 @@ bool ks_napi_box_request(napi_env env, struct ks_addon *addon, enum ks_napi_box_
   case KS_NAPI_START:
     return true;
   case KS_NAPI_PARK:
-    return ks_opt_key(&o, "parkKey", true, &req->park_key);
+    return ks_opt_key(&o, "parkKey", true, &req->park_key) &&
+           ks__get_shared_channel(&o, req, shared);
   case KS_NAPI_CLAIM:
     return ks_handle_park_key(env, parked, fn, &req->claim_key) && ks__get_claim(&o, req);
   case KS_NAPI_KERNEL:

@@ -1,7 +1,7 @@
 /* startBox, parkBox, claimBox, startKernel: hand a box to the supervisor
  * (its request read by request.c) and settle its promise with the raw
  * result (raw-result.h) when it ends; and the group natives (cancelGroup,
- * forgetGroup, dropParked), the SPEC frame of a claim's argv (specFrame),
+ * forgetGroup, dropParked), the claim's SPEC from this thread (claimSend),
  * and the loop hold (holdLoop/releaseLoop). The engine's counts, for the
  * tests only, are testing.c's. The call object and the TSFN that carries its end are call.c's. */
 #define _GNU_SOURCE
@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -135,29 +136,43 @@ static void ks__settle(napi_env env, struct ks_napi_call *run, struct ks_box *bo
 
 /* ---- the box entry points, each taking one options object (request.c):
  *   startBox(opts) -> Promise<RawRunResult>: a cold box.
- *   parkBox(opts) -> { parked, done }: a prewarm box, started and parked
- *     under opts.parkKey; parked is its handle (handle.h), done settles
- *     when it ends ({ claimed: true } once a call took it over)
+ *   parkBox(opts) -> { parked, channel, done }: a prewarm box, started and
+ *     parked under opts.parkKey; parked is its handle (handle.h), channel
+ *     whether the handle holds a copy of its channel (opts.shareChannel),
+ *     done settles when it ends ({ claimed: true } once a call took it over)
  *     and holds no reference on the loop; dropParked(parked) recycles it.
  *   claimBox(parked, opts) -> Promise<RawRunResult>: a call in that parked
  *     box if it is still there, else cold (or `missed`, with claimOnly).
  *   startKernel(opts) -> Promise<RawRunResult>: a kernel's box, in the
  *     parked box opts.claim if given and still there. ------------------ */
 
-/* The result of parkBox: { parked, done }. */
-static napi_value ks__parked_result(napi_env env, struct ks_addon *addon, uint64_t park_key,
-                                    napi_value promise) {
+/* The result of parkBox: { parked, channel, done }. */
+static napi_value ks__parked_result(napi_env env, struct ks_addon *addon, int shared,
+                                    uint64_t park_key, napi_value promise) {
   napi_value out;
   napi_value handle;
+  bool channel = shared >= 0;
 
   if (napi_create_object(env, &out) != napi_ok) {
+    if (shared >= 0)
+      (void) close(shared);
     ks_napi_throw_last(env);
     return NULL;
   }
-  handle = ks_handle_new(env, addon, KS_HANDLE_PARKED, -1, NULL, park_key);
-  if (handle == NULL || !ks_napi_set(env, out, "parked", handle) ||
-      !ks_napi_set(env, out, "done", promise))
+  handle = ks_handle_new(env, addon, KS_HANDLE_PARKED, shared, NULL, park_key);
+  if (handle == NULL)
     return NULL;
+  if (!ks_napi_set(env, out, "parked", handle) ||
+      !ks_napi_set(env, out, "channel", ks_napi_bool(env, channel)) ||
+      !ks_napi_set(env, out, "done", promise)) {
+    /* No one will ever see the handle: its channel copy must not stay
+     * held until the environment's teardown. (An exception is pending; the
+     * release's own errors cannot add to it for a handle made here.) */
+    int fd;
+    if (ks_handle_release(env, addon, handle, KS_HANDLE_PARKED, "parkBox", &fd) == 1 && fd >= 0)
+      (void) close(fd);
+    return NULL;
+  }
   return out;
 }
 
@@ -177,6 +192,7 @@ static napi_value ks__start(napi_env env, napi_callback_info info, enum ks_napi_
   napi_value promise = NULL;
   napi_value out;
   uint64_t park_key;
+  int shared = -1;
 
   KS_NAPI_CALL(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
   KS_NAPI_CALL(env, napi_get_instance_data(env, (void **) &addon));
@@ -187,7 +203,7 @@ static napi_value ks__start(napi_env env, napi_callback_info info, enum ks_napi_
     napi_throw_type_error(env, "ERR_INVALID_ARG_TYPE", msg);
     return NULL;
   }
-  if (!ks_napi_box_request(env, addon, mode, fn, argv[0], argv[want - 1], &req, streams))
+  if (!ks_napi_box_request(env, addon, mode, fn, argv[0], argv[want - 1], &req, streams, &shared))
     goto fail;
   run = ks_napi_call_new(env, addon, streams, req.stream, ks__settle);
   if (run == NULL)
@@ -210,7 +226,10 @@ static napi_value ks__start(napi_env env, napi_callback_info info, enum ks_napi_
   KS_NAPI_CALL_GOTO(env, napi_create_promise(env, &run->deferred, &promise), fail);
   out = promise;
   if (mode == KS_NAPI_PARK) {
-    out = ks__parked_result(env, addon, park_key, promise);
+    /* The caller's copy of the channel: held like a session's descriptors
+     * (closed at a Worker's teardown if JS never does), in the handle. */
+    out = ks__parked_result(env, addon, shared, park_key, promise);
+    shared = -1;
     if (out == NULL)
       goto fail;
   }
@@ -225,6 +244,8 @@ static napi_value ks__start(napi_env env, napi_callback_info info, enum ks_napi_
   return out;
 
 fail:
+  if (shared >= 0)
+    close(shared);
   if (box != NULL)
     ks_box_free(box);
   else
@@ -347,6 +368,10 @@ static napi_value ks__drop_parked(napi_env env, napi_callback_info info) {
   return NULL;
 }
 
+/* A claim's frame up to this size is written to the parked box's channel
+ * by the calling thread (a fresh socket's buffer takes ~200 KiB). */
+#define KS__CLAIM_SEND_MAX (64u << 10)
+
 /* The SPEC frame of argv (an array of strings, JS-checked for NUL bytes):
  * malloc'd, its length in *len; NULL with an exception pending. The one
  * check of argv: anything but a non-empty array of strings throws. */
@@ -398,8 +423,54 @@ bad:
   return NULL;
 }
 
-/* specFrame(argv) -> Buffer: the SPEC frame of argv, which the engine
- * sends to the parked box it claims (claimBox's opts.spec). */
+/* claimSend(parked, argv) -> bytes of the frame left unsent (0: all went):
+ * a claim's SPEC frame, built from argv and written by the calling thread
+ * to the parked box's channel (parkBox's shareChannel), so that the box
+ * starts the call before the engine's thread even wakes; then the handle's
+ * copy of the channel is closed. Never blocks: a full channel, a box gone,
+ * a handle whose copy is closed already (or never was) or a frame over
+ * KS__CLAIM_SEND_MAX leaves bytes unsent, which the caller hands to the
+ * engine. */
+static napi_value ks__claim_send(napi_env env, napi_callback_info info) {
+  size_t argc = 2;
+  napi_value argv[2];
+  struct ks_addon *addon;
+  int fd = -1;
+  int held;
+  char *frame;
+  size_t len = 0;
+  ssize_t n = -1;
+  napi_value out;
+
+  KS_NAPI_CALL(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  KS_NAPI_CALL(env, napi_get_instance_data(env, (void **) &addon));
+  if (argc != 2) {
+    napi_throw_type_error(env, "ERR_INVALID_ARG_TYPE", "kern-sandbox: claimSend(parked, argv) takes 2 arguments");
+    return NULL;
+  }
+  frame = ks__spec_frame(env, argv[1], &len); /* checks argv */
+  if (frame == NULL)
+    return NULL;
+  held = ks_handle_release(env, addon, argv[0], KS_HANDLE_PARKED, "claimSend", &fd);
+  if (held < 0) {
+    free(frame);
+    return NULL;
+  }
+  if (held > 0) {
+    if (len <= KS__CLAIM_SEND_MAX) {
+      do
+        n = send(fd, frame, len, MSG_DONTWAIT | MSG_NOSIGNAL);
+      while (n < 0 && errno == EINTR);
+    }
+    (void) close(fd); /* EINTR closes it too */
+  }
+  free(frame);
+  KS_NAPI_CALL(env, napi_create_double(env, (double) (len - (n > 0 ? (size_t) n : 0)), &out));
+  return out;
+}
+
+/* specFrame(argv) -> Buffer: the SPEC frame of argv, as claimSend writes it
+ * (the engine sends it when the caller could not: claimBox's opts.spec). */
 static napi_value ks__spec_frame_buffer(napi_env env, napi_callback_info info) {
   size_t argc = 1;
   napi_value argv[1];
@@ -433,7 +504,7 @@ bool ks_napi_init_run(napi_env env, napi_value exports) {
       {"shutdown", ks__shutdown},
       {"dropParked", ks__drop_parked}, {"holdLoop", ks__hold_loop},
       {"releaseLoop", ks__release_loop},
-      {"specFrame", ks__spec_frame_buffer},
+      {"claimSend", ks__claim_send}, {"specFrame", ks__spec_frame_buffer},
   };
   napi_value v;
 

@@ -77,6 +77,88 @@ struct ks_ws_watch *ks_napi_get_watch(napi_env env, napi_value v) {
   return h->watch;
 }
 
+/* watchBegin(watch) -> a begun call, or null when the tracker is not quiet
+ * (ks_ws_watch_try_begin): a call's change tracking begun on the calling
+ * thread. The caller of a claim takes one before it writes the argv to the
+ * parked box itself, so that nothing the workload writes can come before
+ * the call's start; claimBox() takes it over (opts.begun). One not taken is
+ * abandoned when it is collected. */
+struct ks__begun {
+  struct ks_ws_watch *watch; /* one reference */
+  struct ks_ws_watch_call call;
+  bool open; /* not taken over by a run */
+};
+
+static const napi_type_tag ks__begun_tag = {0x6b735f626567756eULL, 0x63616c6c21212121ULL};
+
+static void ks__begun_finalize(napi_env env, void *data, void *hint) {
+  struct ks__begun *b = data;
+  (void) env;
+  (void) hint;
+  if (b->open)
+    ks_ws_watch_abandon(b->watch, &b->call);
+  ks_ws_watch_unref(b->watch); /* NULL once a run took the call */
+  free(b);
+}
+
+static napi_value ks__watch_begin(napi_env env, napi_callback_info info) {
+  size_t argc = 1;
+  napi_value argv[1];
+  struct ks_ws_watch *w;
+  struct ks__begun *b;
+  napi_value out;
+
+  KS_NAPI_CALL(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  w = argc == 1 ? ks_napi_get_watch(env, argv[0]) : NULL;
+  if (w == NULL) {
+    napi_throw_type_error(env, "ERR_INVALID_ARG_TYPE", "watchBegin(watch) takes an open watch");
+    return NULL;
+  }
+  b = calloc(1, sizeof *b);
+  if (b == NULL) {
+    napi_throw_error(env, "ENOMEM", "kern-sandbox: out of memory");
+    return NULL;
+  }
+  if (!ks_ws_watch_try_begin(w, &b->call)) {
+    free(b);
+    KS_NAPI_CALL(env, napi_get_null(env, &out));
+    return out;
+  }
+  ks_ws_watch_ref(w);
+  b->watch = w;
+  b->open = true;
+  if (napi_create_external(env, b, ks__begun_finalize, NULL, &out) != napi_ok) {
+    ks__begun_finalize(env, b, NULL);
+    ks_napi_throw_last(env);
+    return NULL;
+  }
+  if (napi_type_tag_object(env, out, &ks__begun_tag) != napi_ok) {
+    ks_napi_throw_last(env);
+    return NULL; /* the finalizer abandons it */
+  }
+  return out;
+}
+
+bool ks_napi_take_begun(napi_env env, napi_value v, const struct ks_ws_watch *watch,
+                        struct ks_ws_watch_call *out) {
+  struct ks__begun *b = NULL;
+  bool tagged = false;
+
+  if (napi_check_object_type_tag(env, v, &ks__begun_tag, &tagged) != napi_ok || !tagged ||
+      napi_get_value_external(env, v, (void **) &b) != napi_ok || b == NULL || !b->open ||
+      b->watch != watch)
+    return false;
+  *out = b->call;
+  memset(&b->call, 0, sizeof b->call);
+  b->open = false;
+  /* The run holds the watch now: the handle, collected whenever the GC
+   * gets to it, must not keep the session's watch (its descriptors) open
+   * past close(). Never the last reference: the run's request has one. */
+  ks_ws_watch_unref(b->watch);
+  b->watch = NULL;
+  return true;
+}
+
 /* The release runs on a libuv worker: the last reference frees the
  * tracker's index and inotify watches, work that grows with the workspace
  * and must not hold the JS thread. */
@@ -152,6 +234,7 @@ bool ks_napi_init_watch(napi_env env, napi_value exports) {
   static const struct ks_napi_fn fns[] = {
       {"wsWatch", ks__ws_watch},
       {"wsWatchClose", ks__ws_watch_close},
+      {"watchBegin", ks__watch_begin},
   };
   return ks_napi_export(env, exports, fns, KS_ARRAY_SIZE(fns));
 }

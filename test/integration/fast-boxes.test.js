@@ -88,6 +88,7 @@ describe("integration: fast boxes with a real kern (issue 16)", function () {
       await h.poolReady(s); // its init (or interpreter) is up and waiting
     },
     settleMs: 400,
+    exactUnsent: false,
   });
 
   it("an idle prewarmed box uses 0% CPU over 10 s; no kern of the session 500 ms after close()",

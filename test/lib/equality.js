@@ -78,7 +78,7 @@ const PROGRAMS = [
   sh("sh: a flood", ["sh", "-c", "head -c 200000 /dev/zero | tr '\\0' a"]),
   sh("sh: timeout", ["sh", "-c", "sleep 5"], { opts: { timeoutS: 1 } }),
   sh("sh: argv with spaces and quotes", ["sh", "-c", "printf '[%s]' \"$@\"", "x", "a b", "'q'", ""]),
-  // A prewarmed box's argv is encoded by the engine (specFrame), a cold
+  // A prewarmed box's argv is encoded by the engine (claimSend), a cold
   // box's by kern's argv: UTF-8 alike, a lone surrogate as U+FFFD alike.
   sh("sh: argv in UTF-8, a lone surrogate", ["sh", "-c", "printf '[%s]' \"$@\"", "x", "\u00e9\u20ac\u{1F600}", "a\uD800b"]),
   bash("bash snippet", "echo hi; exit 4"),

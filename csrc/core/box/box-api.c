@@ -278,7 +278,9 @@ int ks_sup_submit(struct ks_sup *sup, struct ks_box *box) {
     return -ECANCELED;
   /* From here on the box is ours: a shutdown racing with this reports it
    * through on_done as cancelled. */
-  if (box->req.watch != NULL && ks_ws_watch_try_begin(box->req.watch, &box->wcall)) {
+  if (box->wcall_open) {
+    ks__queue_spawn(sup, box); /* begun by the caller (ks_box_request.begun) */
+  } else if (box->req.watch != NULL && ks_ws_watch_try_begin(box->req.watch, &box->wcall)) {
     box->wcall_open = true; /* begun here, at no cost: straight to the spawn */
     ks__queue_spawn(sup, box);
   } else if (box->req.watch != NULL) {

@@ -180,10 +180,13 @@ void ks__ctl_watch(struct ks__kern *k) {
 }
 
 /* The init's report is in: settle at it, or close the channel so that the
- * init exits and we wait for kern's. */
+ * init exits and we wait for kern's. A parked box whose init took a spec
+ * the caller sent itself keeps it for the claim on its way. */
 static void ks__on_report(struct ks_sup *sup, struct ks_box *box) {
   const struct ks_init_report *rep = &box->kern->chan.rep;
 
+  if (ks__box_prewarm(box) && box->kern->said.taken)
+    return;
   if (box->state == KS_BOX_RUNNING && box->req.early_cap >= 0 &&
       !(rep->end == KS_INIT_SIGNALED && rep->value == SIGKILL))
     ks__box_to(box, KS_BOX_SETTLING); /* at the sweep, after the batch: later
@@ -250,6 +253,9 @@ bool ks__adopt_parked(struct ks_sup *sup, struct ks_box *box) {
   /* The call's message first: the box starts it at once. */
   ks__send_spec(sup, box);
   ks__ip_claimed(sup, box); /* a Python box's RUN, a kernel's first cells */
+  /* A parked box's channel may have been left unwatched (ks__spawn_watch). */
+  if (!box->kern->ctl_out && box->kern->ctl >= 0)
+    (void) ks_loop_watch_mod(&sup->loop, box->kern->ctl, &box->kern->ctl_watch, EPOLLIN);
   box->start_ns = now;
   ks__box_deadline(sup, box, box->req.kernel_key != 0 ? UINT64_MAX : now + box->req.timeout_ns);
   box->res.prewarmed = true;
@@ -265,6 +271,8 @@ bool ks__adopt_parked(struct ks_sup *sup, struct ks_box *box) {
     ks__after_box(sup, p);
   else
     box->claimed = p;
+  if (box->kern->said.reported)
+    ks__on_report(sup, box);
   return true;
 }
 

@@ -26,6 +26,8 @@
 #include "../util.h"
 
 void ks_box_request_free(struct ks_box_request *req) {
+  if (req->has_begun)
+    ks_ws_watch_abandon(req->watch, &req->begun);
   ks_ws_watch_unref(req->watch);
   if (req->exec_fd > 2)
     ks_close_keep_errno(req->exec_fd);
@@ -37,6 +39,10 @@ void ks_box_request_free(struct ks_box_request *req) {
   free(req->tmpdir);
   free(req->spec);
   free(req->ip_msg);
+  if (req->chan_given) {
+    ks_close_keep_errno(req->chan[0]);
+    ks_close_keep_errno(req->chan[1]);
+  }
   memset(req, 0, sizeof *req);
 }
 
@@ -105,6 +111,11 @@ struct ks_box *ks_box_new(struct ks_box_request *req, void *user) {
     return NULL;
   }
   memset(req, 0, sizeof *req);
+  if (box->req.has_begun) {
+    box->wcall = box->req.begun; /* the call counts from before the argv went out */
+    box->wcall_open = true;
+    box->req.has_begun = false;
+  }
   box->user = user;
   box->cmd.kind = KS__CMD_BOX;
   box->deadline_ns = UINT64_MAX;
@@ -204,9 +215,11 @@ void ks__report_spawn_failure(struct ks_sup *sup, struct ks_box *box, const stru
 }
 
 /* The descriptors a cold box starts with: its pipes, the init's channel
- * and the env file. 0, or -1 with err set. */
-static int ks__spawn_fds(struct ks_box *box, int pipes[][2], int chan[2], int *envfd,
-                         struct ks_err *err) {
+ * (made with the pipes, or the caller's: *shared), and the env file. 0, or
+ * -1 with err set. */
+static int ks__spawn_fds(struct ks_sup *sup, struct ks_box *box, int pipes[][2], int chan[2],
+                         bool *shared, int *envfd, struct ks_err *err) {
+  bool own_chan = box->req.channel && !box->req.chan_given;
   int r = 0;
 
   for (int i = 0; i < KS__BOX_PIPES; i++)
@@ -214,8 +227,14 @@ static int ks__spawn_fds(struct ks_box *box, int pipes[][2], int chan[2], int *e
   for (int i = 0; i < KS__BOX_PIPES && r == 0; i++)
     r = ks_pipe_nonblocking_read(pipes[i], err);
   /* The init's channel, on kern's stdin (which kern hands to the box). */
-  if (r == 0 && box->req.channel)
+  if (r == 0 && own_chan)
     r = ks_channel_pair(chan, err);
+  if (r == 0 && box->req.channel && box->req.chan_given) {
+    chan[0] = box->req.chan[0];
+    chan[1] = box->req.chan[1];
+    box->req.chan_given = false;
+    *shared = true;
+  }
   if (r == 0 && box->req.env_data != NULL)
     r = ks_envfd_create(box->req.env_data, box->req.env_len, box->req.tmpdir, envfd, err);
   return r;
@@ -250,7 +269,7 @@ static int ks__spawn_kern(struct ks_sup *sup, struct ks_box *box, int pipes[][2]
  * watches them and its pidfd. On failure kern is killed and every one of
  * them closed: 0, or -1 with err set. */
 static int ks__spawn_watch(struct ks_sup *sup, struct ks_box *box, int pipes[][2], int chan[2],
-                           struct ks_err *err) {
+                           bool shared, struct ks_err *err) {
   int r = 0;
 
   ks__box_watches(box->kern);
@@ -264,6 +283,13 @@ static int ks__spawn_watch(struct ks_sup *sup, struct ks_box *box, int pipes[][2
     box->kern->ctl = ks_take_fd(&chan[0]);
     ks__ctl_watch(box->kern);
     r = ks_loop_watch_add(&sup->loop, box->kern->ctl, &box->kern->ctl_watch);
+    /* A parked box whose caller sends the spec itself says nothing before
+     * its TAKEN, which we need only when the box ends (ks__finish_box
+     * reads it then) or once a claim has taken it over (which watches
+     * for it again): waking for it would only take the CPU the call's
+     * workload is starting on. */
+    if (r == 0 && shared && box->req.park_key != 0)
+      r = ks_loop_watch_mod(&sup->loop, box->kern->ctl, &box->kern->ctl_watch, 0);
   }
   if (r == 0)
     return 0;
@@ -280,6 +306,7 @@ static int ks__spawn_watch(struct ks_sup *sup, struct ks_box *box, int pipes[][2
 void ks__spawn_box(struct ks_sup *sup, struct ks_box *box) {
   int pipes[KS__BOX_PIPES][2];
   int chan[2] = {-1, -1};
+  bool shared = false; /* chan is the caller's (terms.shareChannel) */
   _cleanup_close_ int envfd = -1;
   struct ks_err err;
   int r;
@@ -299,7 +326,7 @@ void ks__spawn_box(struct ks_sup *sup, struct ks_box *box) {
     ks__after_box(sup, box);
     return;
   }
-  r = ks__spawn_fds(box, pipes, chan, &envfd, &err);
+  r = ks__spawn_fds(sup, box, pipes, chan, &shared, &envfd, &err);
   if (r == 0)
     r = ks__spawn_kern(sup, box, pipes, chan, envfd, &err);
   /* Our copies of the write ends must go, or we would never see EOF. */
@@ -307,7 +334,7 @@ void ks__spawn_box(struct ks_sup *sup, struct ks_box *box) {
     ks_close_keep_errno(pipes[i][1]);
   ks_close_keep_errno(chan[1]);
   if (r == 0)
-    r = ks__spawn_watch(sup, box, pipes, chan, &err);
+    r = ks__spawn_watch(sup, box, pipes, chan, shared, &err);
   for (int i = 0; i < KS__BOX_PIPES; i++)
     ks_close_keep_errno(pipes[i][0]);
   ks_close_keep_errno(chan[0]);

@@ -47,6 +47,10 @@ struct ks_box_request {
   bool stream[2];   /* report chunks of this stream through on_output */
   struct ks_ws_watch *watch; /* the workspace whose changes to report, or NULL;
                               * one reference owned */
+  struct ks_ws_watch_call begun; /* with has_begun: watch's call, begun on the
+                                  * calling thread before a claim's caller sent
+                                  * the box its argv (owned; ended with the box) */
+  bool has_begun;
   uint64_t group;   /* the session it belongs to, for ks_sup_cancel_group; 0: none */
   uint64_t call;    /* a key of its own, for ks_sup_cancel_group too (a call's
                      * AbortSignal kills this box alone); 0: none */
@@ -58,8 +62,14 @@ struct ks_box_request {
   size_t spec_len;
   bool claim_only;  /* a claim that brings no box of its own (no argv): with no
                      * parked box to adopt it settles as `missed` and starts
-                     * nothing, and its caller retries cold (a Python claim,
-                     * whose RUN goes out only when the box is adopted) */
+                     * nothing. Its caller either wrote the spec to the parked
+                     * box's channel already (the box may have taken the call
+                     * before it died) or retries cold (a Python claim, whose
+                     * RUN goes out only when the box is adopted) */
+  bool chan_given;  /* chan: the channel's two ends, made by the caller (who
+                     * keeps a copy of ours to send a claim's spec itself);
+                     * owned */
+  int chan[2];
   uint64_t park_key;  /* nonzero: a prewarm box: start it and park it under this
                        * key, with no call and no deadline, until a claim takes
                        * it over (it then ends as `claimed`) or it is dropped
@@ -115,8 +125,8 @@ struct ks_box_result {
   bool taken;                  /* a claimed box's init or interpreter took the call
                                 * (TAKEN): without it the call never ran there */
   bool missed;                 /* a claim_only claim found no parked box: nothing ran
-                                * here, nor in the parked box (never adopted, it was
-                                * never sent the call) */
+                                * here; the parked box's own result says whether it
+                                * took the call */
   struct ks_results results;   /* a RUN's rich results */
   /* The files the box created or modified (requests with scan_rootfd). */
   int scan_errnum;             /* nonzero: no change list (e.g. -E2BIG) */
