@@ -13,11 +13,12 @@ enum ks_napi_box_mode { KS_NAPI_START, KS_NAPI_PARK, KS_NAPI_CLAIM, KS_NAPI_KERN
 
 /* Reads opts for an entry point of mode (fn names it in errors) into req;
  * parked is claimBox's first argument (the parked box's handle), else NULL.
- * streams: opts.onStdout and opts.onStderr, for the call.
+ * streams: opts.onStdout, opts.onStderr and opts.onStdin (a function, or
+ * NULL when the box has no stdin feed), for the call.
  * False with an exception pending; req is then the caller's to free
  * (ks_box_request_free). */
 bool ks_napi_box_request(napi_env env, struct ks_addon *addon, enum ks_napi_box_mode mode,
                          const char *fn, napi_value parked, napi_value opts,
-                         struct ks_box_request *req, napi_value streams[2]);
+                         struct ks_box_request *req, napi_value streams[3]);
 
 #endif
