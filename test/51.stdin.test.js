@@ -138,6 +138,7 @@ describe("stdin on calls (issue 33)", function () {
     it("a prewarmed exec box takes the pipe on its SPEC; one without stdin still reads EOF", async function () {
       await withSandbox({ prewarm: 1 }, async (s) => {
         await s.run(["true"]); // the pool's kind becomes exec
+        await new Promise((r) => setImmediate(r)); // its refill (setImmediate) drops the Python box
         await h.poolReady(s);
         const before = s[POOL_STATS]().prewarmedRuns;
         const text = "prewarmed\n".repeat(50000);
