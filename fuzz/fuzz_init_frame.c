@@ -26,7 +26,7 @@
 #include "../init/spec.h"
 
 #define CAP 4096u
-#define MAX_INPUT (48u << 10) /* under a socketpair's default buffer: one writer, no thread */
+#define FRAME_INPUT_MAX (48u << 10) /* under a socketpair's default buffer: one writer, no thread */
 
 static int ks__open_fds(void) {
   int n = 0;
@@ -82,7 +82,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   bool valid = false;
   struct ks_init_frame_header h;
 
-  if (size < 2 || size - 2 > MAX_INPUT)
+  if (size < 2 || size - 2 > FRAME_INPUT_MAX)
     return 0;
   want = (data[0] & 1) ? KS_INIT_STDIN : KS_INIT_SPEC;
   with_fd = (data[0] & 2) != 0;
