@@ -5,8 +5,8 @@
 // binding.STDIN_CHUNK_MAX bytes at a time (csrc/core/box/feed.h). A chunk
 // is handed over only once the engine took the one before from its slot
 // (the call's onStdin), so a source faster than the box waits: a Node
-// Readable is pulled (never flowing) and so stays paused, a web stream is
-// read only on demand. Host memory holds at most two chunks in the engine
+// Readable is resumed for one chunk at a time and paused meanwhile, a web
+// stream is read only on demand. Host memory holds at most two chunks in the engine
 // plus what the source buffers itself (its highWaterMark).
 //
 // The end of the source closes the box's stdin (EOF). So does a source
@@ -26,6 +26,7 @@ class StdinFeed {
   #gone = false; // the workload's end of the pipe is closed
   #started = false;
   #reader = null; // a web stream's reader
+  #nodeWake = null; // ends a Node Readable's wait for its next chunk
 
   constructor(source) {
     this.#source = source;
@@ -49,6 +50,7 @@ class StdinFeed {
   stop() {
     this.#stopped = true;
     this.#signal();
+    if (this.#nodeWake !== null) this.#nodeWake();
     if (this.#reader !== null) this.#reader.cancel().catch(() => {});
   }
 
@@ -92,10 +94,64 @@ class StdinFeed {
         yield asBuffer(value);
       }
     } else {
-      // Pulled, never flowing; not destroyed when we stop reading it.
-      const it = typeof s.node.iterator === "function"
-        ? s.node.iterator({ destroyOnReturn: false }) : s.node[Symbol.asyncIterator]();
-      for await (const value of it) yield asBuffer(value);
+      yield* this.#nodeChunks(s.node);
+    }
+  }
+
+  /**
+   * A Node Readable's chunks as it pushed them: resumed for one chunk,
+   * paused again at once ('data' hands over each chunk as it is, where
+   * read() would concatenate what is buffered into a new Buffer per call),
+   * and left paused, not destroyed, when we stop.
+   */
+  async *#nodeChunks(r) {
+    const queue = [];
+    let done = r.readableEnded === true || r.destroyed === true;
+    let error = r.errored ?? null;
+    let wake = null;
+    const signal = () => {
+      const w = wake;
+      wake = null;
+      if (w !== null) w();
+    };
+    const onData = (c) => {
+      queue.push(c);
+      r.pause();
+      signal();
+    };
+    const onEnd = () => {
+      done = true;
+      signal();
+    };
+    const onError = (e) => {
+      error = e;
+      signal();
+    };
+    this.#nodeWake = signal;
+    r.on("data", onData);
+    r.on("end", onEnd);
+    r.on("close", onEnd);
+    r.on("error", onError);
+    try {
+      for (;;) {
+        if (queue.length > 0) {
+          yield asBuffer(queue.shift());
+          continue;
+        }
+        if (error !== null) throw error;
+        if (done || this.#stopped) return;
+        await new Promise((resolve) => {
+          wake = resolve;
+          r.resume();
+        });
+      }
+    } finally {
+      r.pause();
+      r.off("data", onData);
+      r.off("end", onEnd);
+      r.off("close", onEnd);
+      r.off("error", onError);
+      this.#nodeWake = null;
     }
   }
 
