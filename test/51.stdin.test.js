@@ -157,6 +157,51 @@ describe("stdin on calls (issue 33)", function () {
       });
     });
 
+    it("a claim whose box ended before it took the call: the cold retry gets every byte " +
+      "(none was written before TAKEN)", async function () {
+      const binding = require("../lib/binding");
+      const ws = h.tmpDir("stdin-claim-");
+      const orig = binding.claimBox;
+      let claims = 0;
+      let first = null;
+      try {
+        await withSandbox({ prewarm: 1, workspace: ws }, async (s) => {
+          await s.run(["true"]);
+          await new Promise((r) => setImmediate(r));
+          await h.poolReady(s);
+          // The parked init's waiting child is stopped: the SPEC (and the
+          // pipe on it) reaches the box but is never taken; then the box is
+          // killed, and the call runs again cold with the same feed.
+          const waiting = h.processes().filter((p) => p.state !== "Z" && p.argv.includes("ks-init") &&
+            p.argv.includes("--wait"));
+          assert.ok(waiting.length >= 1, "positive control: the parked init waits");
+          for (const p of waiting) process.kill(p.pid, "SIGSTOP");
+          binding.claimBox = function (...args) {
+            claims++;
+            const settled = orig.apply(this, args);
+            setTimeout(() => {
+              for (const p of h.processes().filter((q) => q.argv.includes(ws) && q.state !== "Z"))
+                process.kill(p.pid, "SIGKILL");
+            }, 200);
+            return settled.then((raw) => {
+              first = raw;
+              return raw;
+            });
+          };
+          const text = crypto.randomBytes(3 * MIB).toString("hex");
+          const r = await s.run(["cat"], { stdin: Readable.from([Buffer.from(text)]), timeoutS: 20 });
+          assert.strictEqual(claims, 1, "the call claimed the parked box");
+          assert.ok(first !== null && first.prewarmed === true && first.taken === false,
+            `the claimed box ended without taking the call: ${JSON.stringify(first && { p: first.prewarmed, t: first.taken })}`);
+          assert.strictEqual(r.exitCode, 0, r.stderr);
+          assert.ok(r.stdout === text, `the retry's bytes differ (${r.stdout.length} of ${text.length})`);
+          assert.strictEqual(s[POOL_STATS]().prewarmedRuns, 0, "the call ran cold");
+        });
+      } finally {
+        binding.claimBox = orig;
+      }
+    });
+
     it("a cold exec box (prewarm 0) gets `ks-init --exec --stdin`", async function () {
       await withSandbox({ prewarm: 0 }, async (s) => {
         const r = await s.run(["cat"], { stdin: "cold\n" });
