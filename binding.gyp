@@ -11,6 +11,8 @@
         "csrc/core/box/box-claim.c",
         "csrc/core/box/box-scan.c",
         "csrc/core/box/box-tail.c",
+        "csrc/core/box/box-feed.c",
+        "csrc/core/box/feed.c",
         "csrc/core/box/boxstate.c",
         "csrc/core/box/channel.c",
         "csrc/core/box/interp.c",
@@ -46,6 +48,7 @@
         "csrc/napi/protocol.c",
         "csrc/napi/request.c",
         "csrc/napi/run.c",
+        "csrc/napi/feed.c",
         "csrc/napi/testing.c",
         "csrc/napi/util.c",
         "csrc/napi/watch.c"

@@ -29,7 +29,7 @@ import zlib
 HERE = os.path.dirname(os.path.abspath(__file__))
 CORPUS = os.path.join(HERE, "corpus")
 TARGETS = ("fuzz_tar_header", "fuzz_vet_path", "fuzz_restore", "fuzz_open_beneath",
-           "fuzz_chan_report", "fuzz_interp_reader")
+           "fuzz_chan_report", "fuzz_interp_reader", "fuzz_init_frame")
 
 POSIX = b"ustar\x0000"
 GNU = b"ustar  \x00"
@@ -388,6 +388,24 @@ def channel_seeds():
     }
 
 
+def init_frame_seeds():
+    # Byte 0: bit 0 wants STDIN (else SPEC), bit 1 sends a descriptor on the
+    # first byte, bit 2 splits the send at byte 1's offset.
+    spec = frame(1, b"cat\0-\0")
+    return {
+        "spec": b"\x00\x00" + spec,
+        "spec-with-fd": b"\x02\x00" + spec,
+        "spec-split-fd": b"\x06\x05" + spec,
+        "stdin-fd": b"\x03\x00" + frame(5),
+        "stdin-no-fd": b"\x01\x00" + frame(5),
+        "stdin-wrong-type": b"\x03\x00" + frame(1, b"x\0"),
+        "spec-short-body": b"\x00\x00" + frame(1, length=40) + b"abc",
+        "spec-over-cap": b"\x00\x00" + frame(1, length=5000),
+        "bad-magic": b"\x02\x00" + frame(1, b"a\0", magic=0x3152534B),
+        "short-header": b"\x06\x03" + spec[:7],
+    }
+
+
 # ---- the interpreter protocol (csrc/core/box/interp.h) ------------------------
 
 IP_MAGIC = 0x3149534B
@@ -454,6 +472,7 @@ def main(argv):
         "fuzz_open_beneath": {"p%03d.txt" % i: p for i, p in enumerate(OPEN_PATHS)},
         "fuzz_chan_report": channel_seeds(),
         "fuzz_interp_reader": interp_seeds(),
+        "fuzz_init_frame": init_frame_seeds(),
     }
     unknown = [t for t in argv if t not in TARGETS]
     if unknown:

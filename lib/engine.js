@@ -18,7 +18,8 @@ const NO_ENV = Object.freeze([]);
  * file, or null), stopArgv (`kern stop NAME`, or null), timeoutMs,
  * maxOutputBytes, onStdout/onStderr (or null), watch (the session's change
  * tracking, or null), cancelKey (0: none), init (the in-box init's terms,
- * { earlyCap, resultMax, run }, or null: 0.1.1's argv). One object literal
+ * { earlyCap, resultMax, run }, or null: 0.1.1's argv), stdin and onStdin
+ * (the call's stdin feed, lib/stdin.js, or null). One object literal
  * of one shape for every box: a claim's path has no time to spare.
  */
 function boxOptions(st, s) {
@@ -28,7 +29,8 @@ function boxOptions(st, s) {
     tmpdir: st.tmpdir, stopArgv: s.stopArgv, timeoutMs: s.timeoutMs, maxOutputBytes: s.maxOutputBytes,
     onStdout: s.onStdout ?? null, onStderr: s.onStderr ?? null, watch: s.watch ?? null,
     group: st.group, cancelKey: s.cancelKey ?? 0, init: s.init ?? null,
-    parkKey: 0, shareChannel: false, claimOnly: false, spec: null, begun: null, kernelKey: 0, claim: null };
+    stdin: s.stdin ?? null, onStdin: s.onStdin ?? null, parkKey: 0, shareChannel: false, claimOnly: false, spec: null,
+    begun: null, kernelKey: 0, claim: null };
 }
 
 /** A cold box: the promise of its raw result. */

@@ -158,9 +158,10 @@ function removeStaleDirs(tmpdir) {
   }
 }
 
-/** The box command that runs `command` under the init, started now. */
-function coldCommand(command, apparmor) {
-  return [BOX_PATH, ...apparmorArgs(apparmor), "--exec", "--", ...command];
+/** The box command that runs `command` under the init, started now; with
+ * stdin, its stdin pipe comes first on the channel (a STDIN frame). */
+function coldCommand(command, apparmor, stdin = false) {
+  return [BOX_PATH, ...apparmorArgs(apparmor), "--exec", ...(stdin ? ["--stdin"] : []), "--", ...command];
 }
 
 /** The box command of a Python interpreter the host talks to (the
@@ -168,8 +169,9 @@ function coldCommand(command, apparmor) {
  * waiting for its code (RUN) or to become a kernel (KERNEL). Cold or
  * prewarmed alike. bootBin: the in-box path of the boot's bytecode for
  * this box's interpreter (lib/bootcache.js), used when it is there. */
-function interpCommand(apparmor, bootBin) {
-  return [BOX_PATH, ...apparmorArgs(apparmor), "--interp", "--", "python3", "-c", PYTHON_LOAD,
+function interpCommand(apparmor, bootBin, stdin = false) {
+  return [BOX_PATH, ...apparmorArgs(apparmor), "--interp", ...(stdin ? ["--stdin"] : []), "--",
+    "python3", "-c", PYTHON_LOAD,
     `${BOX_DIR}/${BOOT_SOURCE}`, bootBin];
 }
 

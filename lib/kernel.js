@@ -204,6 +204,9 @@ class Kernel {
     if (call.env !== undefined)
       throw sandboxError("ERR_SANDBOX_INVALID_OPTION", "kernel.runCode() options.env cannot be set per cell: the kernel " +
         "keeps the environment it started with (set os.environ in a cell)");
+    if (call.stdin !== undefined)
+      throw sandboxError("ERR_SANDBOX_INVALID_OPTION", "kernel.runCode() options.stdin is not supported: a " +
+        "kernel's cells share one interpreter; pass data in the code, a file, or use sandbox.runCode()");
     if (typeof code !== "string")
       throw sandboxError("ERR_SANDBOX_INVALID_ARG", `code must be a string, got ${describe(code)}`);
     const { signal } = call;

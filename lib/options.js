@@ -215,6 +215,7 @@ function normalizeCallOptions(opts, where) {
         `streaming for this call), got ${describe(v)}`);
     call[name] = v;
   }
+  if (opts.stdin !== undefined && opts.stdin !== null) call.stdin = stdinSource(opts.stdin, where);
   if (opts.results !== undefined && opts.results !== null) {
     if (typeof opts.results !== "boolean")
       throw sandboxError("ERR_SANDBOX_INVALID_OPTION", `${where} options.results must be a boolean (false: no rich ` +
@@ -222,6 +223,29 @@ function normalizeCallOptions(opts, where) {
     call.results = opts.results;
   }
   return call;
+}
+
+/**
+ * A call's stdin (lib/stdin.js feeds it): { bytes } for a string (UTF-8)
+ * or a Buffer/Uint8Array (a view, not a copy), { node } for a Node
+ * Readable, { web } for a web ReadableStream. Anything else, or a web
+ * stream another reader holds, is a SandboxError that says what to pass.
+ */
+function stdinSource(v, where) {
+  if (typeof v === "string") return { bytes: Buffer.from(v, "utf8") };
+  if (v instanceof Uint8Array) return { bytes: Buffer.from(v.buffer, v.byteOffset, v.byteLength) };
+  if (v !== null && typeof v === "object") {
+    if (typeof v.getReader === "function" && typeof v.pipeTo === "function") {
+      if (v.locked)
+        throw sandboxError("ERR_SANDBOX_INVALID_OPTION", `${where} options.stdin is a ReadableStream that ` +
+          "is locked (another reader holds it): pass an unlocked stream, or a tee() of it");
+      return { web: v };
+    }
+    if (typeof v.read === "function" && typeof v.on === "function" && typeof v.pipe === "function")
+      return { node: v };
+  }
+  throw sandboxError("ERR_SANDBOX_INVALID_OPTION", `${where} options.stdin must be a string, a Buffer or ` +
+    `Uint8Array, a Node Readable or a web ReadableStream (or absent: stdin at EOF), got ${describe(v)}`);
 }
 
 /** Returns the complete, validated option set, or throws a SandboxError. */

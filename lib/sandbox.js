@@ -23,6 +23,8 @@ const { ExecutionResult, resultsOf, missedOutputOf } = require("./result");
 const { unpackChanges } = require("./changes");
 const { SandboxError, MountRefused, sandboxError, escapeControl, sandboxErrorFromSystem } = require("./errors");
 const { checkRelPath } = require("./paths");
+const { StdinFeed } = require("./stdin");
+const { sendSpec, closeChannel } = require("./claimsend");
 const snapshots = require("./snapshot");
 const init = require("./init");
 const { Pool, IDLE_MS } = require("./pool");
@@ -423,6 +425,7 @@ class Sandbox {
     }
     const o = this.#callOptions(call);
     const { signal } = call;
+    const feed = call.feed ?? null; // its stdin (#withStdin), the same across a cold retry
     if (signal !== null && signal.aborted) throw abortError(signal);
     const out = await st.withRoot(async () => {
       const withInit = st.initDir !== null;
@@ -450,7 +453,10 @@ class Sandbox {
         // answers the same for all, and one more box per image learns it.)
         initTerms = { earlyCap: o.memoryMb === null ? 0 : (capBytes.get(capKey) ?? -1),
           resultMax: resultMax(o), run: viaInterp ? run : null };
-        ready = kind === null || isSetup || cold ? null
+        // A Python call with stdin runs cold: a prewarmed interpreter's
+        // stdin is /dev/null already, and its code comes on RUN, which
+        // carries no descriptor (docs/plan-processes.md, section 2).
+        ready = kind === null || isSetup || cold || (feed !== null && kind === "python") ? null
           : st.pool.take(kind, poolKey, (Math.ceil(timeoutS) + 5) * 1000);
         if (ready !== null) {
           claim = { claimOnly: false, spec: null, begun: null };
@@ -460,7 +466,7 @@ class Sandbox {
             initTerms.run = run;
             claim.claimOnly = true;
           } else {
-            sendSpec(ready, command, claim, st.watch);
+            sendSpec(ready, command, claim, st.watch, feed !== null);
           }
         }
       }
@@ -479,8 +485,9 @@ class Sandbox {
         const name = boxName();
         const coldCommand = !withInit ? command
           : viaInterp ? init.interpCommand(o.apparmor,
-            bootcache.bootBin(st.initDir, this.#kern, o, (go) => (compileBoot = go), runPackageBox))
-            : init.coldCommand(command, o.apparmor);
+            bootcache.bootBin(st.initDir, this.#kern, o, (go) => (compileBoot = go), runPackageBox),
+            feed !== null)
+            : init.coldCommand(command, o.apparmor, feed !== null);
         argv = [this.#kern, "box", name, ...flags, ...coldCommand];
         stopArgv = [this.#kern, "stop", name];
       }
@@ -497,8 +504,11 @@ class Sandbox {
         // the box on its own thread, spawns, supervises and kills.
         const spec = { kern: this.#kern, argv, enforceLimits: o.enforceLimits,
           envFile, stopArgv, timeoutMs: timeoutS * 1000, maxOutputBytes: o.maxOutputBytes,
-          onStdout: o.onStdout, onStderr: o.onStderr, watch: st.watch, cancelKey, init: initTerms };
-        raw = await (ready !== null ? claimBox(st, ready.parked, spec, claim) : startBox(st, spec));
+          onStdout: o.onStdout, onStderr: o.onStderr, watch: st.watch, cancelKey, init: initTerms,
+          stdin: feed?.handle ?? null, onStdin: feed?.onStdin ?? null };
+        const settled = ready !== null ? claimBox(st, ready.parked, spec, claim) : startBox(st, spec);
+        feed?.start();
+        raw = await settled;
       } catch (e) {
         if (signal !== null && signal.aborted) throw abortError(signal);
         if (e.code === "ECANCELED")
@@ -557,10 +567,26 @@ class Sandbox {
       });
   }
 
+  /** fn() with the call's stdin feed (call.stdin, lib/stdin.js) on
+   * call.feed, stopped once the call settles. */
+  async #withStdin(call, fn) {
+    if (call.stdin === undefined) return fn();
+    call.feed = new StdinFeed(call.stdin);
+    try {
+      return await fn();
+    } finally {
+      call.feed.stop();
+    }
+  }
+
   /** Runs a snippet in a fresh, network-off box on the workspace. opts:
    * `language`, and the per-call options of CallOptions (additions to 0.1.1). */
   async runCode(code, opts) {
     const call = normalizeCallOptions(opts, "runCode()");
+    return this.#withStdin(call, () => this.#runCode(code, opts, call));
+  }
+
+  async #runCode(code, opts, call) {
     const language = opts?.language ?? "python";
     const st = this.#session();
     if (typeof code !== "string")
@@ -597,7 +623,7 @@ class Sandbox {
       throw sandboxError("ERR_SANDBOX_INVALID_ARG", 'run() takes an argv array, not a string: use run(["sh", "-c", "..."])');
     if (!Array.isArray(command) || command.length === 0)
       throw sandboxError("ERR_SANDBOX_INVALID_ARG", "run() needs a non-empty array of strings");
-    return this.#spawn(st, command, { call, kind: "exec" });
+    return this.#withStdin(call, () => this.#spawn(st, command, { call, kind: "exec" }));
   }
 
   /** Writes data to a workspace-relative path, atomically, never through a symlink. */
@@ -742,36 +768,6 @@ class Sandbox {
 
 const NOTHING = Object.freeze([]);
 
-/** Sends a claim's argv to the waiting box's channel from this thread
- * (binding.claimSend builds the frame and closes the parked handle's copy
- * of the channel): the box starts the call before the engine's thread has
- * even woken, and the rest of the call's setup runs meanwhile. The call's
- * change tracking (watch) begins first, here, for the workload may write
- * before the engine wakes: when the tracker cannot begin at once (events
- * still to read), the engine sends the frame after its own begin. What
- * could not be sent (none, if the box has gone) goes to the engine in
- * claim.spec. */
-function sendSpec(box, command, claim, watch) {
-  const channel = box.channel;
-  box.channel = false;
-  const begun = channel && watch !== null ? binding.watchBegin(watch) : null;
-  if (begun !== null) claim.begun = begun;
-  let unsent = -1;
-  if (channel && (watch === null || begun !== null)) unsent = binding.claimSend(box.parked, command);
-  else if (channel) binding.wsClose(box.parked);
-  if (unsent === 0) {
-    claim.claimOnly = true; // the box has the argv: the call is that box's or none
-    return;
-  }
-  const frame = init.specFrame(command);
-  claim.spec = unsent > 0 ? frame.subarray(frame.length - unsent) : frame;
-}
-
-/** Closes this thread's copy of a parked box's channel, if it still has it. */
-function closeChannel(box) {
-  if (box.channel) binding.wsClose(box.parked);
-  box.channel = false;
-}
 
 /** A public field's value as it is now: arrays and plain objects copied
  * (one level: their items are strings, or functions). */
@@ -867,13 +863,15 @@ async function withSandbox(opts, fn) {
 /** One call in a throwaway session. opts: the Sandbox options, `language`
  * and `signal`, which covers the whole call: open(), the box and close(). */
 async function runCode(code, opts = {}) {
-  const { language = "python", signal, ...rest } = opts ?? {};
+  const { language = "python", signal, stdin, ...rest } = opts ?? {};
   const sig = signalOption({ signal }, "runCode()");
+  // Checked before anything is started (the call checks it again).
+  if (stdin !== undefined) normalizeCallOptions({ stdin }, "runCode()");
   // One call: a box started ahead would only be started for nothing.
   const sbx = new Sandbox({ prewarm: 0, ...rest });
   await sbx.open({ signal: sig });
   try {
-    return await sbx.runCode(code, { language, signal: sig });
+    return await sbx.runCode(code, { language, signal: sig, stdin });
   } finally {
     await sbx.close();
   }

@@ -28,7 +28,7 @@ if ! [[ $seconds =~ ^[0-9]+$ ]] || [ "$seconds" -lt 1 ]; then
   exit 2
 fi
 all_targets=(fuzz_tar_header fuzz_vet_path fuzz_restore fuzz_open_beneath fuzz_text fuzz_chan_report
-  fuzz_init_spec fuzz_interp_reader)
+  fuzz_init_spec fuzz_interp_reader fuzz_init_frame)
 if [ $# -gt 0 ]; then targets=("$@"); else targets=("${all_targets[@]}"); fi
 for t in "${targets[@]}"; do
   case " ${all_targets[*]} " in

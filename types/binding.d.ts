@@ -101,6 +101,12 @@ export interface BoxOptions {
   cancelKey?: number;
   /** The in-box init's terms; absent (startBox only): the workload is the box's command. */
   init?: InitTerms | null;
+  /** startBox and claimBox: the call's stdin feed (stdinOpen), or none (stdin at EOF). With it a
+   * cold box's argv runs `ks-init --stdin` (or the workload itself, whose stdin it then is). */
+  stdin?: StdinHandle | null;
+  /** Required with stdin: the feed's slot is free for the next chunk (gone: the workload's stdin
+   * is closed, every byte from now on is dropped). Called before the call settles. */
+  onStdin?: ((gone: boolean) => void) | null;
 }
 
 /** parkBox's options. */
@@ -147,6 +153,18 @@ export interface WorkspaceHandle { readonly __handle: "workspace" }
 export interface KernHandle { readonly __handle: "kern" }
 /** A parked prewarm box: its park key and, with shareChannel, this thread's copy of its channel. */
 export interface ParkedBox { readonly __handle: "parked" }
+/** A call's stdin feed (stdinOpen; csrc/core/box/feed.h): no descriptor. */
+export interface StdinHandle { readonly __handle: "stdin" }
+
+/** A new stdin feed for one call (and its cold retry): BoxOptions.stdin. */
+export function stdinOpen(): StdinHandle;
+/** Puts a copy of buf (1..STDIN_CHUNK_MAX bytes) in the feed's one slot and wakes the engine:
+ * true; false, putting nothing, while the slot is full (wait for onStdin) or after stdinEnd. */
+export function stdinWrite(handle: StdinHandle, buf: Buffer): boolean;
+/** The feed ends after what was put: the workload reads EOF once it has read it all. */
+export function stdinEnd(handle: StdinHandle): void;
+/** The largest chunk stdinWrite takes. */
+export const STDIN_CHUNK_MAX: number;
 
 /** A call's workspace change tracking begun on the calling thread (watchBegin). */
 export interface BegunWatchCall {

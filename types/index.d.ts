@@ -487,6 +487,16 @@ export interface CallOptions {
    * listener is removed when the call settles.
    */
   signal?: AbortSignal | null;
+  /**
+   * What the workload reads on its stdin, then EOF: a string (UTF-8), a `Buffer`/`Uint8Array`, a
+   * Node `Readable` or a web `ReadableStream`. Left out (or `null`), stdin reads EOF at once. A
+   * source faster than the box is pulled only as the box reads (host memory stays bounded); a
+   * source that errors ends stdin there (EOF); what the workload leaves unread when it exits is
+   * dropped. When the call settles a web stream still open is cancelled, a Node `Readable` left
+   * paused. Python code still reaches the interpreter by its own path, never through stdin.
+   * Anything else throws {@link SandboxError} (`ERR_SANDBOX_INVALID_OPTION`).
+   */
+  stdin?: string | Uint8Array | NodeJS.ReadableStream | ReadableStream<Uint8Array> | null;
 }
 
 /**
@@ -523,7 +533,7 @@ export interface KernelOptions {
  * this cell's output live; `timeoutS` and `signal` interrupt (shared) or kill (fork) this cell
  * only.
  */
-export type KernelRunOptions = Omit<CallOptions, "env"> & { results?: boolean | null };
+export type KernelRunOptions = Omit<CallOptions, "env" | "stdin"> & { results?: boolean | null };
 
 /**
  * Addition to 0.1.1: a Python kernel, from {@link Sandbox.kernel}: one interpreter in one box

@@ -10,6 +10,11 @@
  *                                                 fd 3, and pass the host the
  *                                                 other (a Python box)
  *
+ * With --stdin (--exec or --interp), the host's STDIN frame comes first on
+ * the channel, with the read end of the call's stdin pipe: the workload
+ * gets it on fd 0. Without it, and for a waiting box's spec without one,
+ * the workload's fd 0 is /dev/null (EOF at once).
+ *
  * It starts the workload as its child (in a session of its own), reaps
  * everything, and once the workload has exited kills and reaps whatever the
  * workload left behind: in a real box it is PID 1 of the box's PID namespace,
@@ -108,7 +113,7 @@ static void exec_failed(const char *cmd, int errnum, const char *apparmor) {
  * namespace ends everything at the end. Outside one (the test double) it
  * stays in kern's process group, which the host kills at a deadline, and
  * dies with the init. */
-static void prepare_workload(int code_fd, pid_t parent, bool pid1) {
+static void prepare_workload(int code_fd, int stdin_fd, pid_t parent, bool pid1) {
   for (size_t i = 0; i < NCHANGED; i++)
     (void) sigaction(changed_signals[i], &inherited[i], NULL);
   if (pid1) {
@@ -120,6 +125,9 @@ static void prepare_workload(int code_fd, pid_t parent, bool pid1) {
   if (code_fd == KS_INIT_CODE_FD ? fcntl(code_fd, F_SETFD, 0) < 0
       : code_fd >= 0 && dup2(code_fd, KS_INIT_CODE_FD) < 0)
     _exit(KS_INIT_SETUP_FAILED);
+  /* The stdin pipe (>= 10, close-on-exec) replaces /dev/null. */
+  if (stdin_fd >= 0 && dup2(stdin_fd, 0) < 0)
+    _exit(KS_INIT_SETUP_FAILED);
 }
 
 static void exec_workload(char **argv, const char *apparmor) {
@@ -128,12 +136,13 @@ static void exec_workload(char **argv, const char *apparmor) {
 }
 
 /* Forks the workload and starts cmd in it now. */
-static pid_t start_workload(char **argv, int code_fd, const char *apparmor, bool pid1) {
+static pid_t start_workload(char **argv, int code_fd, int stdin_fd, const char *apparmor,
+                            bool pid1) {
   pid_t parent = getpid();
   pid_t pid = fork();
   if (pid != 0)
     return pid;
-  prepare_workload(code_fd, parent, pid1);
+  prepare_workload(code_fd, stdin_fd, parent, pid1);
   exec_workload(argv, apparmor);
   return -1;
 }
@@ -154,25 +163,7 @@ static bool transfer_full(int fd, void *buf, size_t len, bool writing) {
   return true;
 }
 
-#define read_full(fd, buf, len) transfer_full((fd), (buf), (len), false)
 #define write_full(fd, buf, len) transfer_full((fd), (void *) (buf), (len), true)
-
-/* The host's SPEC frame: its body (malloc'd, NUL-terminated past len).
- * False when the host closed the channel first (the prewarmed box was
- * recycled) or sent something malformed. */
-static bool read_spec(int ch, char **body, size_t *len) {
-  struct ks_init_frame_header h;
-  if (ch < 0 || !read_full(ch, &h, sizeof h))
-    return false;
-  if (h.magic != KS_INIT_FRAME_MAGIC || h.type != KS_INIT_SPEC || h.len > KS_INIT_SPEC_MAX)
-    return false;
-  *body = malloc((size_t) h.len + 1);
-  if (*body == NULL || !read_full(ch, *body, h.len))
-    return false;
-  (*body)[h.len] = '\0';
-  *len = h.len;
-  return true;
-}
 
 /* One frame to the host, with fd (>= 0) as SCM_RIGHTS on its first byte.
  * Frames are at most a few dozen bytes, sent one at a time into a buffer
@@ -233,11 +224,17 @@ static pid_t start_waiting_workload(int ch, const char *apparmor, bool pid1,
   char *body = NULL;
   size_t len = 0;
   char **spec_argv = NULL;
+  int stdin_fd = -1;
 
   if (pid != 0)
     return pid;
-  prepare_workload(-1, parent, pid1);
-  if (!read_spec(ch, &body, &len) || ks_init_split_argv(body, len, &spec_argv) < 1)
+  prepare_workload(-1, -1, parent, pid1);
+  if (ch < 0 || ks_init_recv_frame(ch, KS_INIT_SPEC, KS_INIT_SPEC_MAX, &body, &len, &stdin_fd) < 0 ||
+      ks_init_split_argv(body, len, &spec_argv) < 1)
+    _exit(0);
+  /* The call's stdin, when its spec brought one: on fd 0, in the place of
+   * /dev/null (the received descriptor is close-on-exec). */
+  if (stdin_fd >= 0 && (stdin_fd == 0 || dup2(stdin_fd, 0) < 0))
     _exit(0);
   *taken = 1;
   send_frame(ch, KS_INIT_TAKEN, NULL, 0, NULL, 0);
@@ -311,14 +308,54 @@ static void await_release(int ch) {
 }
 
 static void usage(void) {
-  dprintf(2, "ks-init: usage: ks-init [--apparmor NAME] (--exec -- CMD... | --wait | "
-             "--interp -- CMD...)\n");
+  dprintf(2, "ks-init: usage: ks-init [--apparmor NAME] (--exec [--stdin] -- CMD... | --wait | "
+             "--interp [--stdin] -- CMD...)\n");
   _exit(KS_INIT_SETUP_FAILED);
 }
 
 static void setup_failed(const char *what) {
   dprintf(2, "kern: sandbox setup failed: ks-init: %s: %s\n", what, strerror(errno));
   _exit(KS_INIT_SETUP_FAILED);
+}
+
+/* --stdin: the host's STDIN frame, first on the channel, and the pipe it
+ * carries, moved to a close-on-exec descriptor >= 10 (the workload gets it
+ * on fd 0 in prepare_workload). */
+static int take_stdin(int ch) {
+  char *body = NULL;
+  size_t len = 0;
+  int fd = -1;
+  int moved;
+
+  if (ks_init_recv_frame(ch, KS_INIT_STDIN, 0, &body, &len, &fd) < 0 || fd < 0) {
+    dprintf(2, "kern: sandbox setup failed: ks-init: no stdin frame on the channel\n");
+    _exit(KS_INIT_SETUP_FAILED);
+  }
+  moved = fcntl(fd, F_DUPFD_CLOEXEC, 10);
+  if (moved < 0)
+    setup_failed("stdin");
+  close(fd);
+  free(body);
+  return moved;
+}
+
+/* kern's backstop and a host's SIGTERM reach the workload, as they did
+ * when it was the box's first process; a host gone mid-report is not our
+ * death (SIGPIPE, the last). The mask is left as kern set it. */
+static void install_forwarding(void) {
+  struct sigaction fwd;
+
+  memset(&fwd, 0, sizeof fwd);
+  fwd.sa_handler = forward_signal;
+  sigemptyset(&fwd.sa_mask);
+  fwd.sa_flags = SA_RESTART;
+  for (size_t i = 0; i < NCHANGED; i++) {
+    struct sigaction ign;
+    memset(&ign, 0, sizeof ign);
+    ign.sa_handler = SIG_IGN;
+    (void) sigaction(changed_signals[i], changed_signals[i] == SIGPIPE ? &ign : &fwd,
+                     &inherited[i]);
+  }
 }
 
 /* The workload's end and rusage as a REPORT body. */
@@ -342,12 +379,12 @@ static void fill_report(struct ks_init_report *rep, int status) {
 
 int main(int argc, char **argv) {
   const char *apparmor = NULL;
-  bool exec_now = false, wait_spec = false, interp = false;
+  bool exec_now = false, wait_spec = false, interp = false, want_stdin = false;
+  int stdin_fd = -1; /* --stdin: the pipe the STDIN frame brought, >= 10 */
   char **cmd = NULL;
   int ch = -1;
   int sp[2] = {-1, -1};
   struct stat st;
-  struct sigaction fwd;
   struct ks_init_report rep;
   int status = 0;
   pid_t pid = -1;
@@ -363,23 +400,28 @@ int main(int argc, char **argv) {
       wait_spec = true;
     else if (strcmp(argv[i], "--interp") == 0)
       interp = true;
+    else if (strcmp(argv[i], "--stdin") == 0)
+      want_stdin = true;
     else if (strcmp(argv[i], "--") == 0 && i + 1 < argc) {
       cmd = argv + i + 1;
       break;
     } else
       usage();
   }
-  if (exec_now + wait_spec + interp != 1 || (wait_spec == (cmd != NULL)))
+  if (exec_now + wait_spec + interp != 1 || (wait_spec == (cmd != NULL)) ||
+      (want_stdin && wait_spec))
     usage();
 
   /* The channel leaves fd 0 before anything else can inherit it. */
   if (fstat(0, &st) == 0 && S_ISSOCK(st.st_mode))
     ch = fcntl(0, F_DUPFD_CLOEXEC, 10);
-  if ((wait_spec || interp) && ch < 0) {
+  if ((wait_spec || interp || want_stdin) && ch < 0) {
     /* Nothing could ever reach a waiting init: say so rather than exit 0. */
     dprintf(2, "kern: sandbox setup failed: ks-init: no control channel on stdin\n");
     _exit(KS_INIT_SETUP_FAILED);
   }
+  if (want_stdin)
+    stdin_fd = take_stdin(ch);
   {
     int nul = open("/dev/null", O_RDWR);
     if (nul < 0 || (nul != 0 && dup2(nul, 0) < 0))
@@ -392,27 +434,14 @@ int main(int argc, char **argv) {
   if (!pid1)
     (void) prctl(PR_SET_CHILD_SUBREAPER, 1);
 
-  memset(&fwd, 0, sizeof fwd);
-  fwd.sa_handler = forward_signal;
-  sigemptyset(&fwd.sa_mask);
-  fwd.sa_flags = SA_RESTART;
-  /* kern's backstop and a host's SIGTERM reach the workload, as they did
-   * when it was the box's first process; a host gone mid-report is not our
-   * death (SIGPIPE, the last). The mask is left as kern set it. */
-  for (size_t i = 0; i < NCHANGED; i++) {
-    struct sigaction ign;
-    memset(&ign, 0, sizeof ign);
-    ign.sa_handler = SIG_IGN;
-    (void) sigaction(changed_signals[i], changed_signals[i] == SIGPIPE ? &ign : &fwd,
-                     &inherited[i]);
-  }
+  install_forwarding();
 
   if (interp) {
     /* Seqpacket: every record the interpreter sends arrives whole, also
      * when several processes share its end (a fork-mode kernel). */
     if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0)
       setup_failed("socketpair");
-    pid = start_workload(cmd, sp[1], apparmor, pid1);
+    pid = start_workload(cmd, sp[1], stdin_fd, apparmor, pid1);
     close(sp[1]);
     if (pid > 0) {
       /* With a pidfd of the interpreter, when the kernel gives one: the
@@ -430,8 +459,12 @@ int main(int argc, char **argv) {
       setup_failed("mmap");
     pid = start_waiting_workload(ch, apparmor, pid1, taken);
   } else {
-    pid = start_workload(cmd, -1, apparmor, pid1);
+    pid = start_workload(cmd, -1, stdin_fd, apparmor, pid1);
   }
+  /* Only the workload holds the stdin pipe: once its processes are gone,
+   * the host's writes fail (EPIPE) rather than fill a pipe nobody reads. */
+  if (stdin_fd >= 0)
+    close(stdin_fd);
   if (pid < 0)
     setup_failed("fork");
   workload_pid = pid;

@@ -125,6 +125,10 @@ ssize_t sendmsg(int fd, const struct msghdr *msg, int flags) {
   return SC(SYS_sendmsg, fd, msg, flags, 0, 0, 0);
 }
 
+ssize_t recvmsg(int fd, struct msghdr *msg, int flags) {
+  return SC(SYS_recvmsg, fd, msg, flags, 0, 0, 0);
+}
+
 int open(const char *path, int flags, ...) {
   mode_t mode = 0;
   if (flags & (O_CREAT | __O_TMPFILE)) {

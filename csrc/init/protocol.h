@@ -11,7 +11,18 @@
  * Every message is a frame: a header, then len bytes of body.
  *
  *   host -> init  SPEC, only for an init started with --wait (a prewarmed
- *                 box): the argv to exec.
+ *                 box): the argv to exec. It may carry one descriptor as
+ *                 SCM_RIGHTS on its first byte: the read end of the call's
+ *                 stdin pipe, which the workload gets on fd 0 (without
+ *                 one, fd 0 stays /dev/null), so any parked box serves a
+ *                 call with or without stdin.
+ *                 STDIN, only for an init started with --stdin (a cold box
+ *                 whose call has stdin), queued by the host before kern is
+ *                 spawned: empty, with the read end of the stdin pipe as
+ *                 SCM_RIGHTS on its first byte. The init reads it before
+ *                 the workload exists and gives it the pipe on fd 0; the
+ *                 init itself keeps no copy, so the host's writes fail
+ *                 (EPIPE) once the workload's processes are gone.
  *   init -> host  TAKEN, once a waiting init has its spec and is about to
  *                 start the workload: a claimed box that ends without it
  *                 never ran the call (it died while it waited), so the host
@@ -50,6 +61,7 @@ enum ks_init_frame_type {
   KS_INIT_TAKEN = 2,  /* init -> host: empty */
   KS_INIT_ATTACH = 3, /* init -> host: empty, with one or two descriptors */
   KS_INIT_REPORT = 4, /* init -> host: struct ks_init_report */
+  KS_INIT_STDIN = 5,  /* host -> init: empty, with one descriptor */
 };
 
 struct ks_init_frame_header {

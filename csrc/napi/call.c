@@ -17,6 +17,8 @@ void ks_napi_call_free(napi_env env, struct ks_napi_call *run) {
       if (run->cb[i] != NULL)
         (void) napi_delete_reference(env, run->cb[i]);
     }
+    if (run->on_stdin != NULL)
+      (void) napi_delete_reference(env, run->on_stdin);
   }
   ks_napi_output_free(&run->output);
   free(run->done);
@@ -60,6 +62,45 @@ static void ks__on_output(void *ctx, struct ks_box *box, enum ks_stream s, const
                           size_t len) {
   (void) ctx;
   ks_napi_queue_chunk(ks_box_user(box), s, data, len);
+}
+
+/* The feed's slot is free (or the feed gone): onStdin(gone) on the JS
+ * thread. Queued before the box's end, so it reaches the call before its
+ * settlement (the TSFN keeps order). One message per chunk taken, so at most
+ * one or two are ever queued for a call; without memory for one the caller
+ * waits for the call's end instead. */
+static void ks__on_stdin(void *ctx, struct ks_box *box, bool gone) {
+  struct ks_napi_call *run = ks_box_user(box);
+  struct ks_napi_msg *msg = malloc(sizeof *msg);
+
+  (void) ctx;
+  if (msg == NULL)
+    return;
+  msg->kind = KS_NAPI_MSG_STDIN;
+  msg->run = run;
+  msg->box = NULL;
+  msg->cell = NULL;
+  msg->stream = KS_STDOUT;
+  msg->len = gone ? 1 : 0;
+  if (napi_call_threadsafe_function(run->addon->tsfn, msg, napi_tsfn_nonblocking) != napi_ok)
+    free(msg);
+}
+
+static void ks__deliver_stdin(napi_env env, struct ks_napi_msg *msg) {
+  napi_value cb = NULL;
+  napi_value gone;
+  napi_value undefined;
+  napi_value ignored;
+
+  if (msg->run->on_stdin == NULL ||
+      napi_get_reference_value(env, msg->run->on_stdin, &cb) != napi_ok || cb == NULL ||
+      napi_get_boolean(env, msg->len != 0, &gone) != napi_ok ||
+      napi_get_undefined(env, &undefined) != napi_ok)
+    return;
+  if (napi_call_function(env, undefined, cb, 1, &gone, &ignored) != napi_ok) {
+    napi_value exception;
+    (void) napi_get_and_clear_last_exception(env, &exception);
+  }
 }
 
 static void ks__on_cell_output(void *ctx, struct ks_cell *cell, enum ks_stream s,
@@ -135,6 +176,12 @@ static void ks__call_js(napi_env env, napi_value js_cb, void *context, void *dat
     free(msg);
     return;
   }
+  if (msg->kind == KS_NAPI_MSG_STDIN) {
+    if (env != NULL) /* NULL: teardown; the run may be gone, never touched */
+      ks__deliver_stdin(env, msg);
+    free(msg);
+    return;
+  }
   if (env != NULL) {
     msg->run->settle(env, msg->run, msg->box, msg->cell);
     if (!msg->run->parked)
@@ -162,7 +209,8 @@ int ks_napi_ensure_supervisor(napi_env env, struct ks_addon *addon, struct ks_er
   static const struct ks_sup_hooks hooks = {.on_output = ks__on_output,
                                             .on_done = ks__on_done,
                                             .on_cell_output = ks__on_cell_output,
-                                            .on_cell_done = ks__on_cell_done};
+                                            .on_cell_done = ks__on_cell_done,
+                                            .on_stdin = ks__on_stdin};
   napi_value name;
 
   if (addon->sup != NULL)

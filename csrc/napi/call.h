@@ -49,9 +49,17 @@ struct ks_napi_call {
    * never settle, and freeing the call there would free it under its
    * chunks still queued for the JS thread. */
   struct ks_napi_msg *done;
+  /* opts.onStdin: the box's stdin feed has room for the next chunk (or is
+   * gone); NULL without a feed. */
+  napi_ref on_stdin;
 };
 
-enum ks_napi_msg_kind { KS_NAPI_MSG_CHUNK, KS_NAPI_MSG_DONE, KS_NAPI_MSG_CELL_DONE };
+enum ks_napi_msg_kind {
+  KS_NAPI_MSG_CHUNK,
+  KS_NAPI_MSG_DONE,
+  KS_NAPI_MSG_CELL_DONE,
+  KS_NAPI_MSG_STDIN, /* the feed's slot is free: len 1 if the feed is gone */
+};
 
 struct ks_napi_msg {
   enum ks_napi_msg_kind kind;

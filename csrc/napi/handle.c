@@ -7,11 +7,14 @@
 
 #include "handle.h"
 
+#include "../core/box/feed.h"
+
 struct ks_handle {
   enum ks_handle_kind kind;
   int fd;          /* -1: none, or closed */
   uint64_t serial; /* the environment's hold on fd (ks_addon_hold); 0: none */
   uint64_t park_key;
+  struct ks_feed *feed; /* KS_HANDLE_FEED: its reference */
 };
 
 /* One tag per kind: a handle of one kind is never taken for another. */
@@ -19,19 +22,23 @@ static const napi_type_tag ks__tags[KS_HANDLE_KINDS] = {
     {0x6b735f68616e646cULL, 0x655f776f726b7370ULL},
     {0x6b735f68616e646cULL, 0x655f6b65726e5f5fULL},
     {0x6b735f68616e646cULL, 0x655f7061726b6564ULL},
+    {0x6b735f68616e646cULL, 0x655f666565645f5fULL},
 };
 
 static const char *const ks__names[KS_HANDLE_KINDS] = {
     "a workspace handle (wsOpen)",
     "a kern handle (kernOpen)",
     "a parked box's handle (parkBox)",
+    "a stdin handle (stdinOpen)",
 };
 
 static void ks__finalize(napi_env env, void *data, void *hint) {
   (void) env;
   (void) hint;
   /* What it held stays held: the session closes it, or the environment's
-   * teardown does (addon.c). */
+   * teardown does (addon.c). A feed is reference-counted: the boxes that
+   * still write it hold their own. */
+  ks_feed_unref(((struct ks_handle *) data)->feed);
   free(data);
 }
 
@@ -90,8 +97,9 @@ static struct ks_handle *ks__unwrap(napi_env env, napi_value v, enum ks_handle_k
     }
   }
   (void) snprintf(msg, sizeof msg, "kern-sandbox: %s() expected %s", fn,
-                  kind == KS_HANDLE_ANY ? "a handle of this addon (wsOpen, kernOpen, parkBox)"
-                                        : ks__names[kind]);
+                  kind == KS_HANDLE_ANY
+                      ? "a handle of this addon (wsOpen, kernOpen, parkBox, stdinOpen)"
+                      : ks__names[kind]);
   napi_throw_type_error(env, "ERR_INVALID_ARG_TYPE", msg);
   return NULL;
 }
@@ -138,4 +146,32 @@ bool ks_handle_park_key(napi_env env, napi_value v, const char *fn, uint64_t *ke
     return false;
   *key = h->park_key;
   return true;
+}
+
+napi_value ks_handle_new_feed(napi_env env, struct ks_feed *feed) {
+  struct ks_handle *h = calloc(1, sizeof *h);
+  napi_value obj;
+
+  if (h == NULL) {
+    ks_feed_unref(feed);
+    napi_throw_error(env, "ENOMEM", "kern-sandbox: out of memory");
+    return NULL;
+  }
+  h->kind = KS_HANDLE_FEED;
+  h->fd = -1;
+  h->feed = feed;
+  if (napi_create_object(env, &obj) != napi_ok ||
+      napi_type_tag_object(env, obj, &ks__tags[KS_HANDLE_FEED]) != napi_ok ||
+      napi_wrap(env, obj, h, ks__finalize, NULL, NULL) != napi_ok) {
+    ks_feed_unref(feed);
+    free(h);
+    ks_napi_throw_last(env);
+    return NULL;
+  }
+  return obj;
+}
+
+struct ks_feed *ks_handle_feed(napi_env env, napi_value v, const char *fn) {
+  struct ks_handle *h = ks__unwrap(env, v, KS_HANDLE_FEED, fn);
+  return h != NULL ? h->feed : NULL;
 }

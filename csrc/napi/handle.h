@@ -18,6 +18,8 @@ enum ks_handle_kind {
   KS_HANDLE_WORKSPACE, /* wsOpen: the workspace directory, held open */
   KS_HANDLE_KERN,      /* kernOpen: the kern binary, O_PATH */
   KS_HANDLE_PARKED,    /* parkBox: its park key, and the caller's copy of its channel (or none) */
+  KS_HANDLE_FEED,      /* stdinOpen: a call's stdin feed (no descriptor; feed.h),
+                        * one reference held until the handle is collected */
   KS_HANDLE_KINDS
 };
 /* For ks_handle_release: a handle of any kind. */
@@ -45,5 +47,13 @@ int ks_handle_release(napi_env env, struct ks_addon *addon, napi_value v, enum k
 /* The park key of v, a parked box's handle (open or not); false with a
  * TypeError pending. */
 bool ks_handle_park_key(napi_env env, napi_value v, const char *fn, uint64_t *key);
+
+struct ks_feed;
+/* A new feed handle holding feed's reference (moved in: dropped when the
+ * handle is collected, or at once on failure). NULL with an exception pending. */
+napi_value ks_handle_new_feed(napi_env env, struct ks_feed *feed);
+/* The feed of v, a feed handle (no reference taken); NULL with a TypeError
+ * pending. */
+struct ks_feed *ks_handle_feed(napi_env env, napi_value v, const char *fn);
 
 #endif

@@ -105,6 +105,32 @@ static bool ks__get_common(const struct ks_opts *o, struct ks_addon *addon,
          ks_opt_key(o, "cancelKey", false, &req->call) && ks__get_kern(o, addon, req);
 }
 
+/* opts.stdin: the call's stdin feed (stdinOpen), one reference taken,
+ * and opts.onStdin, required with it: called each time the feed's slot is
+ * free again. For startBox and claimBox only. */
+static bool ks__get_feed(const struct ks_opts *o, struct ks_box_request *req, napi_value *on_stdin) {
+  napi_value v;
+  bool present;
+  bool has_cb = false;
+
+  *on_stdin = NULL;
+  if (!ks_opt_value(o, "stdin", false, &v, &present))
+    return false;
+  if (!present)
+    return true;
+  req->feed = ks_handle_feed(o->env, v, o->fn);
+  if (req->feed == NULL)
+    return false;
+  ks_feed_ref(req->feed);
+  if (!ks_opt_function(o, "onStdin", on_stdin, &has_cb))
+    return false;
+  if (!has_cb) {
+    ks_opts_type_error(o, "onStdin", "is required with stdin");
+    return false;
+  }
+  return true;
+}
+
 /* opts.init.run: the RUN an --interp box gets once it is taken: { code:
  * Buffer, results: boolean }. */
 static bool ks__get_run(const struct ks_opts *init, struct ks_box_request *req) {
@@ -215,7 +241,7 @@ static bool ks__get_claim(const struct ks_opts *o, struct ks_box_request *req) {
 
 bool ks_napi_box_request(napi_env env, struct ks_addon *addon, enum ks_napi_box_mode mode,
                          const char *fn, napi_value parked, napi_value opts,
-                         struct ks_box_request *req, napi_value streams[2], int *shared) {
+                         struct ks_box_request *req, napi_value streams[3], int *shared) {
   struct ks_opts o;
   napi_value claim;
   bool present;
@@ -223,8 +249,11 @@ bool ks_napi_box_request(napi_env env, struct ks_addon *addon, enum ks_napi_box_
   memset(req, 0, sizeof *req);
   req->early_cap = -1;
   *shared = -1;
+  streams[2] = NULL;
   if (!ks_opts_begin(env, opts, fn, "opts", &o) || !ks__get_common(&o, addon, req, streams) ||
       !ks__get_init(&o, mode != KS_NAPI_START, req))
+    return false;
+  if ((mode == KS_NAPI_START || mode == KS_NAPI_CLAIM) && !ks__get_feed(&o, req, &streams[2]))
     return false;
   switch (mode) {
   case KS_NAPI_START:

@@ -183,7 +183,7 @@ static napi_value ks__start(napi_env env, napi_callback_info info, enum ks_napi_
   size_t want = mode == KS_NAPI_CLAIM ? 2 : 1;
   size_t argc = 2;
   napi_value argv[2];
-  napi_value streams[2];
+  napi_value streams[3];
   struct ks_addon *addon;
   struct ks_box_request req;
   struct ks_napi_call *run = NULL;
@@ -208,6 +208,10 @@ static napi_value ks__start(napi_env env, napi_callback_info info, enum ks_napi_
   run = ks_napi_call_new(env, addon, streams, req.stream, ks__settle);
   if (run == NULL)
     goto fail;
+  if (streams[2] != NULL && napi_create_reference(env, streams[2], 1, &run->on_stdin) != napi_ok) {
+    ks_napi_throw_last(env);
+    goto fail;
+  }
   /* Neither an idle prewarmed box nor an idle kernel keeps the process
    * alive: a kernel's cells do, while they run. */
   run->parked = req.park_key != 0 || req.kernel_key != 0;

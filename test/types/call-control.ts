@@ -2,6 +2,7 @@
 // check, is left exactly as it was; this file uses every new option, field and class.
 // Checked with: npx tsc -p test/types --noEmit
 
+import { Readable } from "stream";
 import { runCode, withSandbox, Sandbox, AbortError, isKilledFault, SandboxError, doctor } from "kern-sandbox";
 import type { DoctorReport, DoctorCheck } from "kern-sandbox";
 import type {
@@ -63,8 +64,16 @@ export async function main(): Promise<void> {
     if (e instanceof AbortError) console.log(e.name, e.code, e.cause, e.stdout, e.stderr);
     else if (e instanceof SandboxError) console.log(e.message);
   }
+  // stdin (issue 33): a string, bytes, a Node Readable, a web ReadableStream.
+  await sbx.run(["cat"], { stdin: "text" });
+  await sbx.run(["cat"], { stdin: Buffer.from("bytes") });
+  await sbx.run(["cat"], { stdin: new Uint8Array(3) });
+  await sbx.run(["cat"], { stdin: Readable.from(["a", "b"]) });
+  await sbx.runCode("print(input())", { stdin: new ReadableStream<Uint8Array>(), language: "python" });
+  const stdinOpt: CallOptions["stdin"] = null;
   await sbx.close();
-  const one: ExecutionResult = await runCode("print(1)", { memoryMb: 256, signal: ac.signal, timeoutS: 1 });
+  const one: ExecutionResult = await runCode("print(1)", { memoryMb: 256, signal: ac.signal, timeoutS: 1,
+    stdin: stdinOpt ?? "x" });
   const w = await withSandbox({ capDrop: [] }, (s) => s.runCode("print(2)", { language: "python" }));
   const report: DoctorReport = await doctor({ image: "python:3.12-slim" });
   const failed: DoctorCheck[] = report.checks.filter((c) => !c.ok && c.required);

@@ -43,6 +43,10 @@ static struct ks__forget *ks__forget_of(struct ks_cmd *cmd) {
   return (struct ks__forget *) ((char *) cmd - offsetof(struct ks__forget, cmd));
 }
 
+static struct ks_feed *ks__feed_of(struct ks_cmd *cmd) {
+  return (struct ks_feed *) ((char *) cmd - offsetof(struct ks_feed, cmd));
+}
+
 /* ---- the loop's hooks ---------------------------------------------------- */
 
 /* The turn's commands, before its events: the cells come out of the list
@@ -96,6 +100,8 @@ static void ks__on_turn(void *ctx, struct ks_cmd *cmds) {
     if (cmds->kind == KS__CMD_FORGET) {
       *forget_tail = cmds;
       forget_tail = &cmds->next;
+    } else if (cmds->kind == KS__CMD_FEED) {
+      ks__feed_wake(sup, ks__feed_of(cmds));
     } else {
       ks__spawn_box(sup, ks__box_of(cmds));
     }
@@ -123,6 +129,10 @@ static void ks__on_stop(void *ctx, struct ks_cmd *cmds) {
     struct ks_err err;
     if (cmds->kind == KS__CMD_FORGET) {
       free(ks__forget_of(cmds));
+    } else if (cmds->kind == KS__CMD_FEED) {
+      struct ks_feed *f = ks__feed_of(cmds);
+      ks_feed_unpost(f);
+      ks_feed_unref(f);
     } else {
       ks_err_set(&err, ECANCELED, "spawn", NULL);
       ks__report_spawn_failure(sup, ks__box_of(cmds), &err);
@@ -327,6 +337,17 @@ void ks_sup_shutdown(struct ks_sup *sup) {
   pthread_mutex_destroy(&sc->lock);
   pthread_cond_destroy(&sc->cond);
   free(sup);
+}
+
+int ks_sup_feed_wake(struct ks_sup *sup, struct ks_feed *feed) {
+  if (!ks_feed_mark_posted(feed))
+    return 0; /* its wake is queued already: that turn sees the slot as it is then */
+  feed->cmd.kind = KS__CMD_FEED;
+  if (ks_loop_post(&sup->loop, &feed->cmd) == 0)
+    return 0;
+  ks_feed_unpost(feed);
+  ks_feed_unref(feed);
+  return -ECANCELED;
 }
 
 int ks_sup_cancel_group(struct ks_sup *sup, uint64_t group) {

@@ -16,10 +16,45 @@
 #include "interpreter.h"
 #include "../util.h"
 
+/* Sends what is left of the spec from its first byte on; the first send
+ * carries the stdin pipe's read end (feed_rd), if any, as SCM_RIGHTS on
+ * the spec's first byte, where the waiting init's recvmsg of the header
+ * finds it (protocol.h). */
+static ssize_t ks__spec_send(struct ks_box *box) {
+  union {
+    struct cmsghdr align;
+    char buf[CMSG_SPACE(sizeof(int))];
+  } control;
+  struct iovec iov = {.iov_base = box->req.spec + box->spec_sent,
+                      .iov_len = box->req.spec_len - box->spec_sent};
+  struct msghdr msg;
+  ssize_t n;
+
+  memset(&msg, 0, sizeof msg);
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  if (box->spec_sent == 0 && box->feed_rd >= 0) {
+    struct cmsghdr *c;
+    memset(&control, 0, sizeof control);
+    msg.msg_control = control.buf;
+    msg.msg_controllen = sizeof control.buf;
+    c = CMSG_FIRSTHDR(&msg);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int));
+    memcpy(CMSG_DATA(c), &box->feed_rd, sizeof(int));
+  }
+  n = sendmsg(box->kern->ctl, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+  if (n > 0 && box->feed_rd >= 0) {
+    ks_close_keep_errno(box->feed_rd); /* in the init's hands (or the socket's) now */
+    box->feed_rd = -1;
+  }
+  return n;
+}
+
 void ks__send_spec(struct ks_sup *sup, struct ks_box *box) {
   while (box->kern->ctl >= 0 && box->req.spec != NULL && box->spec_sent < box->req.spec_len) {
-    ssize_t n = send(box->kern->ctl, box->req.spec + box->spec_sent,
-                     box->req.spec_len - box->spec_sent, MSG_NOSIGNAL | MSG_DONTWAIT);
+    ssize_t n = ks__spec_send(box);
     if (n > 0) {
       box->spec_sent += (size_t) n;
       continue;
@@ -110,6 +145,11 @@ static void ks__on_chan_event(struct ks_sup *sup, struct ks_box *box, enum ks_ch
   switch (ev) {
   case KS_CHAN_TAKEN:
     box->kern->said.taken = true;
+    /* The workload holds its stdin pipe now: the feed's bytes may go. */
+    if (box->feed_fd >= 0 && !box->feed_live && box->state == KS_BOX_RUNNING) {
+      box->feed_live = true;
+      ks__feed_pump(sup, box);
+    }
     break;
   case KS_CHAN_ATTACH:
     fd = box->kern->pending_fd[0];
@@ -250,6 +290,10 @@ bool ks__adopt_parked(struct ks_sup *sup, struct ks_box *box) {
   now = ks_now_ns();
   ks__box_to(box, KS_BOX_RUNNING);
   ks__kern_attach(sup, box, p);
+  /* The stdin pipe goes with the spec; it is written from TAKEN on. A
+   * watch that cannot be added leaves the feed unattached: the workload
+   * reads EOF once the spec's copy of the read end is gone. */
+  (void) ks__feed_attach(sup, box, false);
   /* The call's message first: the box starts it at once. */
   ks__send_spec(sup, box);
   ks__ip_claimed(sup, box); /* a Python box's RUN, a kernel's first cells */

@@ -65,6 +65,24 @@ struct ks_box *ks__find_parked(struct ks_sup *sup, uint64_t key);
  * false if it is not (the call then starts cold). */
 bool ks__adopt_parked(struct ks_sup *sup, struct ks_box *box);
 
+/* box-feed.c */
+
+/* With a feed (req.feed): the box's stdin pipe, feed_fd and feed_rd. 0, or
+ * -1 with err set. */
+int ks__feed_pipe(struct ks_box *box, struct ks_err *err);
+/* A cold box's STDIN frame with feed_rd, queued on ch (our end of the
+ * channel, not yet read by anyone), and feed_rd closed. 0, or -1 with err set. */
+int ks__feed_send_stdin_frame(struct ks_box *box, int ch, struct ks_err *err);
+/* Watches feed_fd for the box and attaches the feed to it; live: the
+ * workload holds the pipe, write now. 0 or a negative errno. */
+int ks__feed_attach(struct ks_sup *sup, struct ks_box *box, bool live);
+/* Writes what the feed has, as far as the pipe takes it. */
+void ks__feed_pump(struct ks_sup *sup, struct ks_box *box);
+/* The box is over: its pipe ends closed, the feed attached to nothing. */
+void ks__feed_detach(struct ks_sup *sup, struct ks_box *box);
+/* A feed's wake command (KS__CMD_FEED), taken off the loop. */
+void ks__feed_wake(struct ks_sup *sup, struct ks_feed *f);
+
 /* box-tail.c */
 
 /* A `kern stop NAME` still to start (ks__queue_stop). */

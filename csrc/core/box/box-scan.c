@@ -84,6 +84,7 @@ void ks__after_box(struct ks_sup *sup, struct ks_box *box) {
   struct ks_box *p = box->claimed;
 
   box->claimed = NULL;
+  ks__feed_detach(sup, box); /* every way a box ends comes here, on this thread */
   ks__call_take_said(box);
   ks__box_to(box, KS_BOX_ENDED); /* from here on the box is the caller's */
   ks__scanner_push(sup, box, KS__SCAN_AFTER);

@@ -43,6 +43,7 @@ void ks_box_request_free(struct ks_box_request *req) {
     ks_close_keep_errno(req->chan[0]);
     ks_close_keep_errno(req->chan[1]);
   }
+  ks_feed_unref(req->feed);
   memset(req, 0, sizeof *req);
 }
 
@@ -119,6 +120,7 @@ struct ks_box *ks_box_new(struct ks_box_request *req, void *user) {
   box->user = user;
   box->cmd.kind = KS__CMD_BOX;
   box->deadline_ns = UINT64_MAX;
+  box->feed_fd = box->feed_rd = -1;
   ks_timer_init(&box->timer, ks__box_due, box);
   ks_results_init(&box->res.results, box->req.result_max);
   ks_outbuf_init(&box->res.out[KS_STDOUT], box->req.cap);
@@ -149,6 +151,10 @@ void ks_box_free(struct ks_box *box) {
   /* Only at engine shutdown can a box still hold an open call here. */
   if (box->wcall_open)
     ks_ws_watch_abandon(box->req.watch, &box->wcall);
+  if (box->feed_fd >= 0) /* detached at its end (ks__after_box): only a box never submitted */
+    ks_close_keep_errno(box->feed_fd);
+  if (box->feed_rd >= 0)
+    ks_close_keep_errno(box->feed_rd);
   ks__kern_free(box->kern);
   ks_results_free(&box->res.results);
   ks_box_request_free(&box->req);
@@ -235,6 +241,9 @@ static int ks__spawn_fds(struct ks_sup *sup, struct ks_box *box, int pipes[][2],
     box->req.chan_given = false;
     *shared = true;
   }
+  /* The stdin pipe's read end, before anything can read the channel. */
+  if (r == 0 && chan[0] >= 0)
+    r = ks__feed_send_stdin_frame(box, chan[0], err);
   if (r == 0 && box->req.env_data != NULL)
     r = ks_envfd_create(box->req.env_data, box->req.env_len, box->req.tmpdir, envfd, err);
   return r;
@@ -252,7 +261,9 @@ static int ks__spawn_kern(struct ks_sup *sup, struct ks_box *box, int pipes[][2]
   plan.argv = box->req.argv;
   plan.envp = box->req.envp;
   plan.cwd = "/";
-  plan.fds[0] = chan[1] >= 0 ? chan[1] : sup->loop.devnull;
+  /* Without a channel, a stdin pipe is kern's stdin, which kern hands to
+   * the box (the workload is its command). */
+  plan.fds[0] = chan[1] >= 0 ? chan[1] : box->feed_rd >= 0 ? box->feed_rd : sup->loop.devnull;
   plan.fds[1] = pipes[KS_STDOUT][1];
   plan.fds[2] = pipes[KS_STDERR][1];
   plan.fds[KS_BOX_STARTED_FD] = pipes[2][1];
@@ -291,6 +302,9 @@ static int ks__spawn_watch(struct ks_sup *sup, struct ks_box *box, int pipes[][2
     if (r == 0 && shared && box->req.park_key != 0)
       r = ks_loop_watch_mod(&sup->loop, box->kern->ctl, &box->kern->ctl_watch, 0);
   }
+  /* A cold box's init takes its stdin before the workload starts: write now. */
+  if (r == 0)
+    r = ks__feed_attach(sup, box, true);
   if (r == 0)
     return 0;
   ks_err_set(err, -r, "epoll_ctl", NULL);
@@ -319,6 +333,10 @@ void ks__spawn_box(struct ks_sup *sup, struct ks_box *box) {
   }
   /* A call for a prewarmed box runs there if the box is still parked;
    * otherwise (recycled, died, not started yet) it starts cold, now. */
+  if (ks__feed_pipe(box, &err) < 0) {
+    ks__report_spawn_failure(sup, box, &err);
+    return;
+  }
   if (box->req.claim_key != 0 && ks__adopt_parked(sup, box))
     return;
   if (box->req.claim_only) {
@@ -333,6 +351,10 @@ void ks__spawn_box(struct ks_sup *sup, struct ks_box *box) {
   for (int i = 0; i < KS__BOX_PIPES; i++)
     ks_close_keep_errno(pipes[i][1]);
   ks_close_keep_errno(chan[1]);
+  if (box->feed_rd >= 0) { /* kern's stdin (no channel): kern has it now */
+    ks_close_keep_errno(box->feed_rd);
+    box->feed_rd = -1;
+  }
   if (r == 0)
     r = ks__spawn_watch(sup, box, pipes, chan, shared, &err);
   for (int i = 0; i < KS__BOX_PIPES; i++)

@@ -44,6 +44,7 @@ enum ks__cmd_kind {
   KS__CMD_BOX,    /* a box to spawn: struct ks_box */
   KS__CMD_CELL,   /* a kernel's cell: struct ks_cell */
   KS__CMD_FORGET, /* a group to forget: struct ks__forget */
+  KS__CMD_FEED,   /* a stdin feed to write on: struct ks_feed */
 };
 
 /* The read ends we hold for one box: stdout, stderr, started. */
@@ -152,6 +153,14 @@ struct ks_box {
   struct ks_box *claimed;     /* the parked box this call took, its run still to
                                * settle: with this box's, one wakeup of the JS
                                * thread, not one more while the call runs */
+  /* Its stdin pipe, with a feed (req.feed; box-feed.c). */
+  int feed_fd;                /* our write end, nonblocking, or -1 */
+  int feed_rd;                /* the box's read end until sent (STDIN or SPEC), or -1 */
+  struct ks_watch feed_watch;
+  bool feed_live;             /* the workload holds the pipe: write (cold: at once;
+                               * a claim: at TAKEN, so a box that never took the
+                               * call had nothing written and its retry loses nothing) */
+  bool feed_out;              /* feed_fd is watched for EPOLLOUT */
 };
 
 /* Moves the box to another state of its life, checked (boxstate.h). */

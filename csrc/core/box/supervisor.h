@@ -17,6 +17,7 @@
 #include <sys/resource.h>
 
 #include "channel.h"
+#include "feed.h"
 #include "interp.h"
 #include "outbuf.h"
 #include "proc.h"
@@ -86,6 +87,11 @@ struct ks_box_request {
   size_t result_max;  /* bytes of rich results kept */
   uint64_t kernel_key; /* nonzero: a kernel box, whose cells are submitted
                         * under this key (ks_sup_submit_cell); no deadline */
+  /* The call's stdin (feed.h), one reference owned, or NULL: fd 0 is then
+   * /dev/null. With it the box gets a pipe: through a STDIN frame (argv
+   * runs `ks-init --stdin`) or its SPEC (a claim), or as kern's stdin when
+   * there is no channel. */
+  struct ks_feed *feed;
 };
 
 /* Rich results (interp.h, RESULT): JSON texts within a byte budget; one
@@ -193,6 +199,11 @@ struct ks_sup_hooks {
   void (*on_cell_output)(void *ctx, struct ks_cell *cell, enum ks_stream s, const char *data,
                          size_t len);
   void (*on_cell_done)(void *ctx, struct ks_cell *cell);
+  /* The box's stdin feed took the chunk in its slot (the slot is free for
+   * the next), or dropped it: gone, the workload's end of the pipe is
+   * closed and every byte from now on is dropped. Runs on the supervisor
+   * thread, before the box's on_done; must not block. */
+  void (*on_stdin)(void *ctx, struct ks_box *box, bool gone);
 };
 
 struct ks_sup;
@@ -232,6 +243,12 @@ int ks_sup_submit_cell(struct ks_sup *sup, struct ks_cell *cell);
  * cannot be sent here (the kernel is not ready, is gone, or the message
  * spans records or would block): submit it instead; or -ECANCELED. */
 int ks_sup_send_cell(struct ks_sup *sup, struct ks_cell *cell);
+
+/* Wakes the supervisor for a feed whose slot was filled or which ended
+ * (ks_feed_put, ks_feed_end): it writes on to the box the feed is attached
+ * to, if any (a box not started yet starts with it). Thread-safe; never
+ * blocks on a box. 0, or -ECANCELED after shutdown began. */
+int ks_sup_feed_wake(struct ks_sup *sup, struct ks_feed *feed);
 
 /* Kills every box of a group (a session being closed), or whose call key it
  * is (an aborted call), now and as they come: a box of the group that has
