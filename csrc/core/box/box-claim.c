@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "box-internal.h"
+#include "fdpass.h"
 #include "interpreter.h"
 #include "../util.h"
 
@@ -21,29 +22,14 @@
  * the spec's first byte, where the waiting init's recvmsg of the header
  * finds it (protocol.h). */
 static ssize_t ks__spec_send(struct ks_box *box) {
-  union {
-    struct cmsghdr align;
-    char buf[CMSG_SPACE(sizeof(int))];
-  } control;
+  union ks__fd_control control;
   struct iovec iov = {.iov_base = box->req.spec + box->spec_sent,
                       .iov_len = box->req.spec_len - box->spec_sent};
-  struct msghdr msg;
+  struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1};
   ssize_t n;
 
-  memset(&msg, 0, sizeof msg);
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  if (box->spec_sent == 0 && box->feed_rd >= 0) {
-    struct cmsghdr *c;
-    memset(&control, 0, sizeof control);
-    msg.msg_control = control.buf;
-    msg.msg_controllen = sizeof control.buf;
-    c = CMSG_FIRSTHDR(&msg);
-    c->cmsg_level = SOL_SOCKET;
-    c->cmsg_type = SCM_RIGHTS;
-    c->cmsg_len = CMSG_LEN(sizeof(int));
-    memcpy(CMSG_DATA(c), &box->feed_rd, sizeof(int));
-  }
+  if (box->spec_sent == 0 && box->feed_rd >= 0)
+    ks__attach_fds(&msg, &control, &box->feed_rd, 1);
   n = sendmsg(box->kern->ctl, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
   if (n > 0 && box->feed_rd >= 0) {
     ks_close_keep_errno(box->feed_rd); /* in the init's hands (or the socket's) now */

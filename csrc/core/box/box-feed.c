@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "box-internal.h"
+#include "fdpass.h"
 #include "../util.h"
 
 /* The pipe's size asked for: a chunk fits whole, so one write per chunk.
@@ -46,28 +47,14 @@ int ks__feed_pipe(struct ks_box *box, struct ks_err *err) {
 
 int ks__feed_send_stdin_frame(struct ks_box *box, int ch, struct ks_err *err) {
   struct ks_init_frame_header h = {.magic = KS_INIT_FRAME_MAGIC, .type = KS_INIT_STDIN, .len = 0};
-  union {
-    struct cmsghdr align;
-    char buf[CMSG_SPACE(sizeof(int))];
-  } control;
+  union ks__fd_control control;
   struct iovec iov = {.iov_base = &h, .iov_len = sizeof h};
-  struct msghdr msg;
-  struct cmsghdr *c;
+  struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1};
   ssize_t n;
 
   if (box->feed_rd < 0)
     return 0;
-  memset(&msg, 0, sizeof msg);
-  memset(&control, 0, sizeof control);
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  msg.msg_control = control.buf;
-  msg.msg_controllen = sizeof control.buf;
-  c = CMSG_FIRSTHDR(&msg);
-  c->cmsg_level = SOL_SOCKET;
-  c->cmsg_type = SCM_RIGHTS;
-  c->cmsg_len = CMSG_LEN(sizeof(int));
-  memcpy(CMSG_DATA(c), &box->feed_rd, sizeof(int));
+  ks__attach_fds(&msg, &control, &box->feed_rd, 1);
   /* A new socket's buffer is empty: the frame goes whole, at once. */
   do
     n = sendmsg(ch, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);

@@ -6,21 +6,13 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
+#include "fdpass.h"
 #include "interpreter.h"
 
 #define KS__IP_MAX_FDS 4
 
-/* Room for the two descriptors a message may carry (a cell's pipes). */
-union ks__fd_control {
-  struct cmsghdr align;
-  char buf[CMSG_SPACE(2 * sizeof(int))];
-};
-
 /* interpreter.c */
 
-/* Puts nfds (1 or 2) descriptors on msg, as SCM_RIGHTS in control. */
-void ks__attach_fds(struct msghdr *msg, union ks__fd_control *control, const int *fds,
-                    int nfds);
 /* pidfd_send_signal: 0 or a negative errno (-EBADF for no pidfd). */
 int ks__pidfd_signal(int pidfd, int sig);
 /* Starts sending data (owned) with fds on its first record. */

@@ -71,21 +71,6 @@ static void ks__results_add(struct ks_results *r, const unsigned char *body, siz
   r->n++;
   r->bytes += len;
 }
-/* ---- descriptors on a message ------------------------------------------ */
-
-void ks__attach_fds(struct msghdr *msg, union ks__fd_control *control, const int *fds,
-                    int nfds) {
-  struct cmsghdr *c;
-  memset(control, 0, sizeof *control);
-  msg->msg_control = control->buf;
-  msg->msg_controllen = CMSG_SPACE((size_t) nfds * sizeof(int));
-  c = CMSG_FIRSTHDR(msg);
-  c->cmsg_level = SOL_SOCKET;
-  c->cmsg_type = SCM_RIGHTS;
-  c->cmsg_len = CMSG_LEN((size_t) nfds * sizeof(int));
-  memcpy(CMSG_DATA(c), fds, (size_t) nfds * sizeof(int));
-}
-
 int ks__pidfd_signal(int pidfd, int sig) {
   if (pidfd < 0)
     return -EBADF;
