@@ -371,12 +371,15 @@ def report(end, value, flags=0, reserved=0, utime=1500, stime=700, maxrss=9000):
 
 def channel_seeds():
     # The first byte of each seed picks the chunk size the target feeds in.
-    taken, attach = frame(2), frame(3)
+    taken, attach, started = frame(2), frame(3), frame(6)
     return {
         "exit0": b"\x00" + report(EXITED, 0),
         "exit3-chunked": b"\x02" + report(EXITED, 3),
         "taken-then-exit": b"\x05" + taken + report(EXITED, 0),
         "attach-then-sigkill": b"\x00" + attach + report(SIGNALED, 9),
+        "started-then-exit": b"\x04" + started + report(EXITED, 0),
+        "taken-started-exit": b"\x07" + taken + started + report(EXITED, 2),
+        "started-bad-len": b"\x00" + frame(6, length=1) + b"x",
         "segv-core": b"\x03" + report(SIGNALED, 11, flags=1),
         "bad-magic": b"\x00" + frame(4, b"\0" * 40, magic=0x3152534B),
         "bad-type": b"\x00" + frame(9),

@@ -49,6 +49,8 @@ export interface RawRunResult {
   claimed: boolean;
   /** A claimed box's init or interpreter took the call (TAKEN): without it the call never ran there. */
   taken: boolean;
+  /** The init said STARTED: the workload's exec succeeded (an --exec or --wait init only). */
+  started: boolean;
   /** A claim that brought no box of its own (ClaimOptions.claimOnly) found no
    * parked box to take over: nothing ran in this box; the parked box's own
    * result (its taken) says whether the call ran there. */

@@ -27,6 +27,14 @@
  *                 start the workload: a claimed box that ends without it
  *                 never ran the call (it died while it waited), so the host
  *                 can run the call cold instead.
+ *                 STARTED (--exec and --wait), once the workload's exec
+ *                 succeeded: the init learns it from a close-on-exec pipe
+ *                 whose write end the workload's process holds, which
+ *                 reads EOF with no byte at the exec (a failure before or
+ *                 at the exec writes a byte first). A waiting init sends it
+ *                 only after its child took a spec. It is the host's
+ *                 "started" fact for a process box (kern's started bytes
+ *                 come only at the box's end); a call may ignore it.
  *                 ATTACH (--interp only, first): carries the host's end of a
  *                 SOCK_SEQPACKET socketpair whose other end the workload has
  *                 on fd 3, as SCM_RIGHTS on the frame's first byte. The
@@ -62,6 +70,7 @@ enum ks_init_frame_type {
   KS_INIT_ATTACH = 3, /* init -> host: empty, with one or two descriptors */
   KS_INIT_REPORT = 4, /* init -> host: struct ks_init_report */
   KS_INIT_STDIN = 5,  /* host -> init: empty, with one descriptor */
+  KS_INIT_STARTED = 6, /* init -> host: empty */
 };
 
 struct ks_init_frame_header {

@@ -178,6 +178,7 @@ void ks__call_take_said(struct ks_box *box) {
   memcpy(box->res.started, said->started, sizeof box->res.started);
   box->res.nstarted = said->nstarted;
   box->res.taken = said->taken;
+  box->res.started_ns = said->started_ns;
   box->res.reported = said->reported;
   box->res.report_end = said->report_end;
   box->res.report_value = said->report_value;

@@ -75,6 +75,7 @@ struct ks__said {
   unsigned char started[4];
   size_t nstarted;
   bool taken;
+  uint64_t started_ns; /* the init said STARTED (ks_now_ns); 0: not */
   bool reported;
   int report_end;
   int report_value;

@@ -130,6 +130,8 @@ struct ks_box_result {
   bool claimed;                /* a prewarm box that a call took over: nothing else here */
   bool taken;                  /* a claimed box's init or interpreter took the call
                                 * (TAKEN): without it the call never ran there */
+  uint64_t started_ns;         /* the init said STARTED, its workload's exec succeeded
+                                * (--exec and --wait inits): when; 0: it did not */
   bool missed;                 /* a claim_only claim found no parked box: nothing ran
                                 * here; the parked box's own result says whether it
                                 * took the call */
