@@ -400,6 +400,8 @@ def init_frame_seeds():
         "spec-with-fd": b"\x02\x00" + spec,
         "spec-split-fd": b"\x06\x05" + spec,
         "stdin-fd": b"\x03\x00" + frame(5),
+        "signal-term": b"\x00\x00" + frame(7, struct.pack("=iI", 15, 0)),
+        "signal-bad-signo": b"\x00\x00" + frame(7, struct.pack("=iI", 65, 0)),
         "stdin-no-fd": b"\x01\x00" + frame(5),
         "stdin-wrong-type": b"\x03\x00" + frame(1, b"x\0"),
         "spec-short-body": b"\x00\x00" + frame(1, length=40) + b"abc",

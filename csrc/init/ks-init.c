@@ -87,6 +87,20 @@ static const int changed_signals[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGPIPE}
 #define NCHANGED (sizeof changed_signals / sizeof changed_signals[0])
 static struct sigaction inherited[NCHANGED];
 
+/* --exec and --wait: SIGCHLD's self-pipe (nonblocking, close-on-exec), so
+ * that the wait for the workload can take the host's SIGNAL frames too,
+ * and SIGCHLD's disposition as kern gave it, given back to the workload. */
+static int chld_pipe[2] = {-1, -1};
+static struct sigaction inherited_chld;
+
+static void on_sigchld(int sig) {
+  int saved = errno;
+  char b = 0;
+  (void) sig;
+  (void) write(chld_pipe[1], &b, 1);
+  errno = saved;
+}
+
 static void forward_signal(int sig) {
   int saved = errno; /* the interrupted code may be about to read it */
   pid_t pid = workload_pid;
@@ -135,6 +149,8 @@ static void exec_failed(const char *cmd, int errnum, const char *apparmor) {
 static void prepare_workload(int code_fd, int stdin_fd, pid_t parent, bool pid1) {
   for (size_t i = 0; i < NCHANGED; i++)
     (void) sigaction(changed_signals[i], &inherited[i], NULL);
+  if (chld_pipe[1] >= 0)
+    (void) sigaction(SIGCHLD, &inherited_chld, NULL);
   if (pid1) {
     (void) setsid();
   } else if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent) {
@@ -347,6 +363,59 @@ static bool await_exec(int rd) {
   return n == 0;
 }
 
+/* A SIGNAL frame from the host, readable on ch: sent on to the workload's
+ * process group (its session) in a box, to the workload alone outside one
+ * (its group there is kern's). False when the channel ended or brought
+ * anything else: the init stops listening. Frames are 20 bytes, sent whole
+ * by the host, so the reads do not wait on a partial one. */
+static bool take_signal(int ch, pid_t pid, bool pid1) {
+  char frame[sizeof(struct ks_init_frame_header) + sizeof(struct ks_init_signal)];
+  struct ks_init_frame_header h;
+  int sig;
+
+  if (!transfer_full(ch, frame, sizeof h, false))
+    return false;
+  memcpy(&h, frame, sizeof h);
+  if (h.magic != KS_INIT_FRAME_MAGIC || h.type != KS_INIT_SIGNAL ||
+      h.len != sizeof(struct ks_init_signal) ||
+      !transfer_full(ch, frame + sizeof h, h.len, false))
+    return false;
+  sig = ks_init_parse_signal(frame, sizeof frame);
+  if (sig < 0)
+    return false;
+  (void) kill(pid1 ? -pid : pid, sig);
+  return true;
+}
+
+/* Waits for the workload's end, reaping whatever else ends meanwhile, and
+ * returns its status. With listen, the host's SIGNAL frames are taken
+ * meanwhile: a SIGCHLD wakes the poll through its self-pipe (written by
+ * the handler, so one that comes between the waitpid and the poll is not
+ * lost). */
+static int wait_workload(int ch, pid_t pid, bool listen, bool pid1) {
+  int status = 0;
+
+  for (;;) {
+    pid_t r = waitpid(-1, &status, listen ? WNOHANG : 0);
+    if (r == pid)
+      return status;
+    if (r > 0 || (r < 0 && errno == EINTR))
+      continue;
+    if (r < 0)
+      return 0; /* cannot happen: the workload is our child */
+    {
+      struct pollfd p[2] = {{.fd = chld_pipe[0], .events = POLLIN}, {.fd = ch, .events = POLLIN}};
+      char buf[64];
+      if (poll(p, 2, -1) < 0)
+        continue;
+      if (p[0].revents & POLLIN)
+        (void) read(chld_pipe[0], buf, sizeof buf);
+      if ((p[1].revents & (POLLIN | POLLHUP | POLLERR)) && !take_signal(ch, pid, pid1))
+        listen = false;
+    }
+  }
+}
+
 static void usage(void) {
   dprintf(2, "ks-init: usage: ks-init [--apparmor NAME] (--exec [--stdin] -- CMD... | --wait | "
              "--interp [--stdin] -- CMD...)\n");
@@ -369,6 +438,18 @@ static pid_t start_plain(char **cmd, int ch, int stdin_fd, const char *apparmor,
 
   if (pipe2(started, O_CLOEXEC) < 0)
     setup_failed("pipe2");
+  if (ch >= 0 && pipe2(chld_pipe, O_CLOEXEC | O_NONBLOCK) == 0) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_sigchld;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESTART | SA_NOCLDSTOP;
+    if (sigaction(SIGCHLD, &sa, &inherited_chld) < 0) {
+      close(chld_pipe[0]);
+      close(chld_pipe[1]);
+      chld_pipe[0] = chld_pipe[1] = -1;
+    }
+  }
   if (cmd == NULL) {
     *taken = mmap(NULL, sizeof **taken, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     if (*taken == MAP_FAILED)
@@ -455,6 +536,7 @@ int main(int argc, char **argv) {
   pid_t pid = -1;
   volatile uint32_t *taken = NULL; /* a prewarmed box's: its child took the spec */
   bool pid1 = getpid() == 1;
+  bool listen = false; /* the host's SIGNAL frames are taken while the workload runs */
 
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--apparmor") == 0 && i + 1 < argc)
@@ -528,18 +610,11 @@ int main(int argc, char **argv) {
   if (pid < 0)
     setup_failed("fork");
   workload_pid = pid;
-  if (started_rd >= 0 && await_exec(started_rd) && (taken == NULL || *taken))
+  if (started_rd >= 0 && await_exec(started_rd) && (taken == NULL || *taken)) {
     send_frame(ch, KS_INIT_STARTED, NULL, 0, NULL, 0);
-
-  for (;;) {
-    pid_t r = waitpid(-1, &status, 0);
-    if (r == pid)
-      break;
-    if (r < 0 && errno != EINTR) {
-      status = 0; /* cannot happen: the workload is our child */
-      break;
-    }
+    listen = chld_pipe[0] >= 0; /* the channel is ours now (a waiting child read its spec) */
   }
+  status = wait_workload(ch, pid, listen, pid1);
   workload_pid = -1;
   kill_leftovers(pid1);
   if (taken != NULL && !*taken)

@@ -23,6 +23,15 @@
  *                 the workload exists and gives it the pipe on fd 0; the
  *                 init itself keeps no copy, so the host's writes fail
  *                 (EPIPE) once the workload's processes are gone.
+ *                 SIGNAL (--exec and --wait), any number of times once
+ *                 the workload started: a signal for the workload (a
+ *                 process's kill()). The init sends it to the workload's
+ *                 process group, which is its session in a real box, so
+ *                 the workload's children get it too; outside a PID
+ *                 namespace (the test double, where the workload shares
+ *                 kern's group) to the workload's process alone. A frame
+ *                 the init does not accept ends its listening: the host's
+ *                 other ways to end the box remain.
  *   init -> host  TAKEN, once a waiting init has its spec and is about to
  *                 start the workload: a claimed box that ends without it
  *                 never ran the call (it died while it waited), so the host
@@ -71,6 +80,7 @@ enum ks_init_frame_type {
   KS_INIT_REPORT = 4, /* init -> host: struct ks_init_report */
   KS_INIT_STDIN = 5,  /* host -> init: empty, with one descriptor */
   KS_INIT_STARTED = 6, /* init -> host: empty */
+  KS_INIT_SIGNAL = 7,  /* host -> init: struct ks_init_signal */
 };
 
 struct ks_init_frame_header {
@@ -102,6 +112,11 @@ struct ks_init_report {
 };
 
 #define KS_INIT_CORE_DUMPED 1u
+
+struct ks_init_signal {
+  int32_t signo;     /* 1-64 */
+  uint32_t reserved; /* 0 */
+};
 
 /* The descriptor on which an --interp workload finds its end of the
  * interpreter socket. */

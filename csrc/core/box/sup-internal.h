@@ -142,6 +142,9 @@ struct ks_box {
   /* Its kern: the one it started, or the parked one it claimed; NULL once
    * a claim took it (a parked run that was claimed). */
   struct ks__kern *kern;
+  /* A caller's kill (ks_sup_signal_call) set its deadline: the kill at it
+   * is the caller's, no timeout. */
+  bool caller_kill;
   uint64_t start_ns;
   /* When the state's time is up (ks__sweep): parked, running or settling,
    * the call's deadline (UINT64_MAX: none); KILLED, the kill grace's end;
