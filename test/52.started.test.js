@@ -62,6 +62,8 @@ describe("the init's STARTED frame (issue 33)", function () {
 
   it("a prewarmed exec box says STARTED once its waiting child took the call", async function () {
     await withSandbox({ prewarm: 1 }, async (s) => {
+      await s.run(["true"]); // the pool learns the kind: exec boxes are parked from here on
+      await new Promise((r) => setImmediate(r));
       await recordingRaw(async (raws) => {
         for (const [argv, code] of [[["true"], 0], [["sh", "-c", "exit 4"], 4], [["/no/such/command"], 127]]) {
           await h.poolReady(s);
@@ -69,7 +71,7 @@ describe("the init's STARTED frame (issue 33)", function () {
           assert.strictEqual(r.exitCode, code, r.stderr);
         }
         const claims = raws.filter((x) => x.entry === "claimBox" && x.raw.prewarmed);
-        assert.strictEqual(claims.length, 3, JSON.stringify(raws.map((x) => [x.entry, x.raw.prewarmed])));
+        assert.strictEqual(claims.length, 3, JSON.stringify(raws.map((x) => [x.entry, x.raw.prewarmed, x.raw.exitCode])));
         assert.deepStrictEqual(claims.map((x) => [x.raw.taken, x.raw.started]), [
           [true, true],
           [true, true],

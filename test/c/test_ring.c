@@ -297,6 +297,7 @@ static void test_differential(unsigned long steps) {
 }
 
 int main(void) {
+  mode_name = "ring";
   const char *steps_env = getenv("KS_RING_STEPS");
   const char *seed_env = getenv("KS_RING_SEED");
   unsigned long steps = steps_env != NULL ? strtoul(steps_env, NULL, 10) : 300000;
