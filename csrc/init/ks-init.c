@@ -16,7 +16,8 @@
  * the workload's fd 0 is /dev/null (EOF at once).
  *
  * With --exec and --wait it says STARTED on the channel once the workload's
- * exec succeeded (protocol.h).
+ * exec succeeded, and from then on takes the host's SIGNAL frames while it
+ * waits for the workload (protocol.h).
  *
  * It starts the workload as its child (in a session of its own), reaps
  * everything, and once the workload has exited kills and reaps whatever the
