@@ -15,7 +15,10 @@
  *       close-on-exec.
  *   F3. Refused: no body and no descriptor; either way no descriptor leaks
  *       (the count of open descriptors is what it was).
- *   F4. No access outside the buffers (ASan). */
+ *   F4. No access outside the buffers (ASan).
+ *   F5. The same bytes as a whole SIGNAL frame (ks_init_parse_signal): a
+ *       signal exactly when they are one header of the magic, type SIGNAL
+ *       and len 8, then a signo of 1-64 and a reserved 0; -1 otherwise. */
 #include "fuzz_common.h"
 
 #include <sys/socket.h>
@@ -64,6 +67,18 @@ static void ks__send(int s, const uint8_t *p, size_t n, int fd) {
   }
   if (sendmsg(s, &msg, MSG_NOSIGNAL) != (ssize_t) n)
     ks_fuzz_fail("sendmsg of %zu bytes failed: %s", n, strerror(errno));
+}
+
+/* F5's rule, written out on its own. */
+static int ref_signal(const uint8_t *p, size_t n) {
+  uint32_t w[5];
+  if (n != sizeof w)
+    return -1;
+  memcpy(w, p, sizeof w);
+  if (w[0] != KS_INIT_FRAME_MAGIC || w[1] != KS_INIT_SIGNAL || w[2] != 8 || w[4] != 0 ||
+      (int32_t) w[3] < 1 || (int32_t) w[3] > 64)
+    return -1;
+  return (int) w[3];
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
@@ -133,5 +148,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   close(sp[0]);
   close(sp[1]);
   CHECK(ks__open_fds() == before); /* F3 */
+  CHECK(ks_init_parse_signal(bytes, n) == ref_signal(bytes, n)); /* F5 */
   return 0;
 }

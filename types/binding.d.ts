@@ -49,6 +49,10 @@ export interface RawRunResult {
   claimed: boolean;
   /** A claimed box's init or interpreter took the call (TAKEN): without it the call never ran there. */
   taken: boolean;
+  /** The init said STARTED: the workload's exec succeeded (an --exec or --wait init only). */
+  started: boolean;
+  /** A caller's kill reached the call while it ran (signalCall, a process's kill()): not a fault. */
+  killedByCaller: boolean;
   /** A claim that brought no box of its own (ClaimOptions.claimOnly) found no
    * parked box to take over: nothing ran in this box; the parked box's own
    * result (its taken) says whether the call ran there. */
@@ -345,3 +349,5 @@ export const tailBoxes: (() => number) | undefined;
 export const cancelledGroups: (() => number) | undefined;
 /** wsCloseLater closes not yet done, in the whole process. */
 export const pendingCloses: (() => number) | undefined;
+/** The call of cancelKey gets signo through its init, and its box is killed graceMs later: 0 or a negative errno. */
+export const signalCall: ((cancelKey: number, signo: number, graceMs: number) => number) | undefined;

@@ -116,3 +116,17 @@ fail:
   *fd = -1;
   return -1;
 }
+
+int ks_init_parse_signal(const void *frame, size_t n) {
+  struct ks_init_frame_header h;
+  struct ks_init_signal sg;
+
+  if (n != sizeof h + sizeof sg)
+    return -1;
+  memcpy(&h, frame, sizeof h);
+  memcpy(&sg, (const char *) frame + sizeof h, sizeof sg);
+  if (h.magic != KS_INIT_FRAME_MAGIC || h.type != KS_INIT_SIGNAL || h.len != sizeof sg ||
+      sg.reserved != 0 || sg.signo < 1 || sg.signo > 64)
+    return -1;
+  return sg.signo;
+}

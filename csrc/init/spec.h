@@ -21,4 +21,9 @@ int ks_init_split_argv(const char *body, size_t len, char ***argv_out);
  * or a longer body: nothing is then left open or allocated. */
 int ks_init_recv_frame(int ch, uint32_t want, uint32_t max, char **body, size_t *len, int *fd);
 
+/* A whole SIGNAL frame (header and body, n bytes): its signal (1-64), or
+ * -1 for anything else (another magic, type or length, a signal out of
+ * range, a reserved field not 0). */
+int ks_init_parse_signal(const void *frame, size_t n);
+
 #endif

@@ -137,6 +137,10 @@ static void ks__on_chan_event(struct ks_sup *sup, struct ks_box *box, enum ks_ch
       ks__feed_pump(sup, box);
     }
     break;
+  case KS_CHAN_STARTED:
+    if (box->kern->said.started_ns == 0)
+      box->kern->said.started_ns = ks_now_ns();
+    break;
   case KS_CHAN_ATTACH:
     fd = box->kern->pending_fd[0];
     box->kern->pending_fd[0] = -1;
