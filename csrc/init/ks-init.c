@@ -1,6 +1,7 @@
 /* ks-init: the box's first process, between kern and the workload.
  *
- *   ks-init [--apparmor NAME] --exec -- CMD...    start CMD now (a cold box)
+ *   ks-init [--apparmor NAME] --exec [--started] -- CMD...
+ *                                                 start CMD now (a cold box)
  *   ks-init [--apparmor NAME] --wait              fork the workload now; it
  *                                                 execs the argv of the host's
  *                                                 spec frame when that comes
@@ -15,9 +16,11 @@
  * gets it on fd 0. Without it, and for a waiting box's spec without one,
  * the workload's fd 0 is /dev/null (EOF at once).
  *
- * With --exec and --wait it says STARTED on the channel once the workload's
- * exec succeeded, and from then on takes the host's SIGNAL frames while it
- * waits for the workload (protocol.h).
+ * For a process's box (--exec --started, or a waiting box whose SPEC asks
+ * with KS_INIT_SAY_STARTED) it says STARTED on the channel once the
+ * workload's exec succeeded, and from then on takes the host's SIGNAL
+ * frames while it waits for the workload (protocol.h). Other calls get
+ * neither.
  *
  * It starts the workload as its child (in a session of its own), reaps
  * everything, and once the workload has exited kills and reaps whatever the
@@ -263,19 +266,22 @@ static pid_t start_waiting_workload(int ch, const char *apparmor, bool pid1,
   size_t len = 0;
   char **spec_argv = NULL;
   int stdin_fd = -1;
+  uint32_t flags = KS_INIT_SAY_STARTED;
 
   if (pid != 0)
     return pid;
   start_fd = started;
   prepare_workload(-1, -1, parent, pid1);
-  if (ch < 0 || ks_init_recv_frame(ch, KS_INIT_SPEC, KS_INIT_SPEC_MAX, &body, &len, &stdin_fd) < 0 ||
+  if (ch < 0 ||
+      ks_init_recv_frame(ch, KS_INIT_SPEC, KS_INIT_SPEC_MAX, &body, &len, &stdin_fd, &flags) < 0 ||
       ks_init_split_argv(body, len, &spec_argv) < 1)
     fail_start(0);
   /* The call's stdin, when its spec brought one: on fd 0, in the place of
    * /dev/null (the received descriptor is close-on-exec). */
   if (stdin_fd >= 0 && (stdin_fd == 0 || dup2(stdin_fd, 0) < 0))
     fail_start(0);
-  *taken = 1;
+  /* 2: a process's call, which the init says STARTED for (protocol.h). */
+  *taken = (flags & KS_INIT_SAY_STARTED) ? 2 : 1;
   send_frame(ch, KS_INIT_TAKEN, NULL, 0, NULL, 0);
   exec_workload(spec_argv, apparmor);
   return -1;
@@ -418,7 +424,7 @@ static int wait_workload(int ch, pid_t pid, bool listen, bool pid1) {
 }
 
 static void usage(void) {
-  dprintf(2, "ks-init: usage: ks-init [--apparmor NAME] (--exec [--stdin] -- CMD... | --wait | "
+  dprintf(2, "ks-init: usage: ks-init [--apparmor NAME] (--exec [--stdin] [--started] -- CMD... | --wait | "
              "--interp [--stdin] -- CMD...)\n");
   _exit(KS_INIT_SETUP_FAILED);
 }
@@ -473,7 +479,7 @@ static int take_stdin(int ch) {
   int fd = -1;
   int moved;
 
-  if (ks_init_recv_frame(ch, KS_INIT_STDIN, 0, &body, &len, &fd) < 0 || fd < 0) {
+  if (ks_init_recv_frame(ch, KS_INIT_STDIN, 0, &body, &len, &fd, NULL) < 0 || fd < 0) {
     dprintf(2, "kern: sandbox setup failed: ks-init: no stdin frame on the channel\n");
     _exit(KS_INIT_SETUP_FAILED);
   }
@@ -538,6 +544,7 @@ int main(int argc, char **argv) {
   volatile uint32_t *taken = NULL; /* a prewarmed box's: its child took the spec */
   bool pid1 = getpid() == 1;
   bool listen = false; /* the host's SIGNAL frames are taken while the workload runs */
+  bool say_started = false; /* --started: a process's cold box (protocol.h, STARTED) */
 
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--apparmor") == 0 && i + 1 < argc)
@@ -550,6 +557,8 @@ int main(int argc, char **argv) {
       interp = true;
     else if (strcmp(argv[i], "--stdin") == 0)
       want_stdin = true;
+    else if (strcmp(argv[i], "--started") == 0)
+      say_started = true;
     else if (strcmp(argv[i], "--") == 0 && i + 1 < argc) {
       cmd = argv + i + 1;
       break;
@@ -557,7 +566,7 @@ int main(int argc, char **argv) {
       usage();
   }
   if (exec_now + wait_spec + interp != 1 || (wait_spec == (cmd != NULL)) ||
-      (want_stdin && wait_spec))
+      (want_stdin && wait_spec) || (say_started && !exec_now))
     usage();
 
   /* The channel leaves fd 0 before anything else can inherit it. */
@@ -611,7 +620,8 @@ int main(int argc, char **argv) {
   if (pid < 0)
     setup_failed("fork");
   workload_pid = pid;
-  if (started_rd >= 0 && await_exec(started_rd) && (taken == NULL || *taken)) {
+  if (started_rd >= 0 && await_exec(started_rd) &&
+      (taken == NULL ? say_started : *taken == 2)) {
     send_frame(ch, KS_INIT_STARTED, NULL, 0, NULL, 0);
     listen = chld_pipe[0] >= 0; /* the channel is ours now (a waiting child read its spec) */
   }

@@ -23,7 +23,8 @@
  *                 the workload exists and gives it the pipe on fd 0; the
  *                 init itself keeps no copy, so the host's writes fail
  *                 (EPIPE) once the workload's processes are gone.
- *                 SIGNAL (--exec and --wait), any number of times once
+ *                 SIGNAL (a process's box: --exec --started, or a SPEC
+ *                 with KS_INIT_SAY_STARTED), any number of times once
  *                 the workload started: a signal for the workload (a
  *                 process's kill()). The init sends it to the workload's
  *                 process group, which is its session in a real box, so
@@ -36,14 +37,14 @@
  *                 start the workload: a claimed box that ends without it
  *                 never ran the call (it died while it waited), so the host
  *                 can run the call cold instead.
- *                 STARTED (--exec and --wait), once the workload's exec
+ *                 STARTED (a process's box, as for SIGNAL), once the workload's exec
  *                 succeeded: the init learns it from a close-on-exec pipe
  *                 whose write end the workload's process holds, which
  *                 reads EOF with no byte at the exec (a failure before or
  *                 at the exec writes a byte first). A waiting init sends it
  *                 only after its child took a spec. It is the host's
  *                 "started" fact for a process box (kern's started bytes
- *                 come only at the box's end); a call may ignore it.
+ *                 come only at the box's end); other calls never get it.
  *                 ATTACH (--interp only, first): carries the host's end of a
  *                 SOCK_SEQPACKET socketpair whose other end the workload has
  *                 on fd 3, as SCM_RIGHTS on the frame's first byte. The
@@ -82,6 +83,11 @@ enum ks_init_frame_type {
   KS_INIT_STARTED = 6, /* init -> host: empty */
   KS_INIT_SIGNAL = 7,  /* host -> init: struct ks_init_signal */
 };
+
+/* A flag on a SPEC frame's type (KS_INIT_SPEC | KS_INIT_SAY_STARTED): the
+ * call is a process's, which wants STARTED and may send SIGNAL frames. A
+ * call without it pays for neither. */
+#define KS_INIT_SAY_STARTED 0x100u
 
 struct ks_init_frame_header {
   uint32_t magic;

@@ -68,9 +68,11 @@ static int ks__read_full(int fd, char *buf, size_t len) {
   return 0;
 }
 
-int ks_init_recv_frame(int ch, uint32_t want, uint32_t max, char **body, size_t *len, int *fd) {
+int ks_init_recv_frame(int ch, uint32_t want, uint32_t max, char **body, size_t *len, int *fd,
+                       uint32_t *flags) {
   struct ks_init_frame_header h;
   size_t got = 0;
+  uint32_t allowed = flags != NULL ? *flags : 0;
 
   *body = NULL;
   *len = 0;
@@ -100,8 +102,10 @@ int ks_init_recv_frame(int ch, uint32_t want, uint32_t max, char **body, size_t 
       goto fail;
     got += (size_t) n;
   }
-  if (h.magic != KS_INIT_FRAME_MAGIC || h.type != want || h.len > max)
+  if (h.magic != KS_INIT_FRAME_MAGIC || (h.type & ~allowed) != want || h.len > max)
     goto fail;
+  if (flags != NULL)
+    *flags = h.type & allowed;
   *body = malloc((size_t) h.len + 1);
   if (*body == NULL || ks__read_full(ch, *body, h.len) < 0)
     goto fail;

@@ -1,7 +1,5 @@
 /* The engine's counts the tests' leak census reads (test/00.setup.js,
- * lib/census.js): liveBoxes, tailBoxes, cancelledGroups and pendingCloses;
- * and signalCall, a process's kill() driven by the tests until
- * lib/process.js has one (issue 33).
+ * lib/census.js): liveBoxes, tailBoxes, cancelledGroups and pendingCloses.
  * Compiled only with KS_TEST_NATIVES (binding.gyp's Test, Debug and Tsan
  * configurations): the Release addon users load has none of them, so no
  * user code comes to depend on them (test/16 checks). */
@@ -52,38 +50,10 @@ static napi_value ks__pending_closes(napi_env env, napi_callback_info info) {
   return out;
 }
 
-/* signalCall(cancelKey, signo, graceMs): the engine's half of a process's
- * kill() (ks_sup_signal_call) before a process handle exists to carry it.
- * Returns 0, or a negative errno (-ESRCH: no supervisor yet). */
-static napi_value ks__signal_call(napi_env env, napi_callback_info info) {
-  size_t argc = 3;
-  napi_value argv[3];
-  double a[3];
-  struct ks_addon *addon;
-  napi_value out;
-  int r = -ESRCH;
-
-  KS_NAPI_CALL(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
-  KS_NAPI_CALL(env, napi_get_instance_data(env, (void **) &addon));
-  for (size_t i = 0; i < 3; i++) {
-    if (i >= argc || napi_get_value_double(env, argv[i], &a[i]) != napi_ok || !(a[i] >= 0) ||
-        !(a[i] <= 9007199254740991.0)) {
-      napi_throw_type_error(env, "ERR_INVALID_ARG_TYPE",
-                            "kern-sandbox: signalCall(cancelKey, signo, graceMs) takes numbers");
-      return NULL;
-    }
-  }
-  if (addon->sup != NULL)
-    r = ks_sup_signal_call(addon->sup, (uint64_t) a[0], (int) a[1], (uint64_t) (a[2] * 1e6));
-  KS_NAPI_CALL(env, napi_create_int32(env, r, &out));
-  return out;
-}
-
 bool ks_napi_init_testing(napi_env env, napi_value exports) {
   static const struct ks_napi_fn fns[] = {
       {"liveBoxes", ks__live_boxes},         {"tailBoxes", ks__tail_boxes},
       {"cancelledGroups", ks__cancelled_groups}, {"pendingCloses", ks__pending_closes},
-      {"signalCall", ks__signal_call},
   };
   return ks_napi_export(env, exports, fns, sizeof fns / sizeof fns[0]);
 }

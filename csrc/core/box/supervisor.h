@@ -92,6 +92,11 @@ struct ks_box_request {
    * runs `ks-init --stdin`) or its SPEC (a claim), or as kern's stdin when
    * there is no channel. */
   struct ks_feed *feed;
+  /* A process's box: its init says STARTED (hooks.on_started), and takes
+   * the caller's signals (ks_sup_signal_call). The init learns it from its
+   * argv (`--started`) or the SPEC's type (KS_INIT_SAY_STARTED), which the
+   * caller made so. */
+  bool want_started;
 };
 
 /* Rich results (interp.h, RESULT): JSON texts within a byte budget; one
@@ -207,6 +212,10 @@ struct ks_sup_hooks {
    * closed and every byte from now on is dropped. Runs on the supervisor
    * thread, before the box's on_done; must not block. */
   void (*on_stdin)(void *ctx, struct ks_box *box, bool gone);
+  /* A process box's workload started: its init said STARTED (its exec
+   * succeeded). At most once per box, only for a request with
+   * want_started, before the box's on_done; must not block. */
+  void (*on_started)(void *ctx, struct ks_box *box);
 };
 
 struct ks_sup;
