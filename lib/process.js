@@ -151,7 +151,7 @@ async function spawnProcess(live, command, opts, run) {
 }
 
 /** Starts code of a language in a process (Sandbox.spawnCode). */
-function spawnCodeProcess(live, code, opts, run) {
+async function spawnCodeProcess(live, code, opts, run) {
   if (typeof code !== "string")
     throw sandboxError("ERR_SANDBOX_INVALID_ARG", `spawnCode() code must be a string, got ${describe(code)}`);
   const { language = "python", ...rest } = opts ?? {};

@@ -1,11 +1,12 @@
 "use strict";
 
-// Issue 33, work item 2 (its start): the init's STARTED frame
-// (csrc/init/protocol.h), sent once the workload's exec succeeded, seen in
-// the raw result as `started`. A cold exec box (`ks-init --exec`) and a
-// prewarmed one (`--wait`, claimed) send it; an exec that fails does not,
-// and neither does a claimed box whose waiting child never took the call.
-// Against the kern test double, which runs the real ks-init.
+// Issue 33: the init's STARTED frame (csrc/init/protocol.h), sent once the
+// workload's exec succeeded, seen in the raw result as `started`, and only
+// for a process's box (spawn): a cold one (`ks-init --exec --started`) and
+// a prewarmed one (`--wait`, claimed with a SPEC that asks for it) send it;
+// an exec that fails does not, nor a claimed box whose waiting child never
+// took the call, nor any plain call (a call pays for no frame it does not
+// use). Against the kern test double, which runs the real ks-init.
 const assert = require("assert");
 const { Sandbox, withSandbox } = require("..");
 const binding = require("../lib/binding");
@@ -34,25 +35,32 @@ async function recordingRaw(fn) {
 describe("the init's STARTED frame (issue 33)", function () {
   this.timeout(60000);
 
-  it("a cold exec box says STARTED; an exec that fails does not", async function () {
+  it("a cold process box says STARTED; an exec that fails does not, nor a call", async function () {
     const sbx = await new Sandbox({ prewarm: 0 }).open();
     try {
       await recordingRaw(async (raws) => {
-        let r = await sbx.run(["true"]);
+        const wait = async (argv, opts) => (await sbx.spawn(argv, opts)).wait();
+        let r = await wait(["true"]);
         assert.strictEqual(r.exitCode, 0);
-        r = await sbx.run(["sh", "-c", "sleep 0.2; exit 3"]);
+        r = await wait(["sh", "-c", "sleep 0.2; exit 3"]);
         assert.strictEqual(r.exitCode, 3);
-        r = await sbx.run(["/no/such/command"]);
+        r = await wait(["/no/such/command"]);
         assert.strictEqual(r.exitCode, 127, r.stderr);
-        r = await sbx.run(["cat"], { stdin: "x" }); // --exec --stdin
+        r = await wait(["true"], { stdin: false }); // --exec --started, no --stdin
+        assert.strictEqual(r.exitCode, 0);
+        r = await sbx.run(["true"]); // a call: no STARTED
+        assert.strictEqual(r.exitCode, 0);
+        r = await sbx.run(["cat"], { stdin: "x" });
         assert.strictEqual(r.stdout, "x");
         assert.deepStrictEqual(raws.map((x) => [x.entry, x.raw.prewarmed, x.raw.started]), [
           ["startBox", false, true],
           ["startBox", false, true],
           ["startBox", false, false],
           ["startBox", false, true],
+          ["startBox", false, false],
+          ["startBox", false, false],
         ]);
-        // Positive control: the frame came from the init (the argv ran it).
+        // Positive control: the frame came from the init the argv asked.
         assert.ok(h.recordedArgv().includes("--exec"), h.recordedArgv().join(" "));
       });
     } finally {
@@ -60,22 +68,25 @@ describe("the init's STARTED frame (issue 33)", function () {
     }
   });
 
-  it("a prewarmed exec box says STARTED once its waiting child took the call", async function () {
+  it("a prewarmed process box says STARTED once its waiting child took the call", async function () {
     await withSandbox({ prewarm: 1 }, async (s) => {
       await s.run(["true"]); // the pool learns the kind: exec boxes are parked from here on
       await new Promise((r) => setImmediate(r));
       await recordingRaw(async (raws) => {
         for (const [argv, code] of [[["true"], 0], [["sh", "-c", "exit 4"], 4], [["/no/such/command"], 127]]) {
           await h.poolReady(s);
-          const r = await s.run(argv);
+          const r = await (await s.spawn(argv)).wait();
           assert.strictEqual(r.exitCode, code, r.stderr);
         }
+        await h.poolReady(s);
+        assert.strictEqual((await s.run(["true"])).exitCode, 0); // a claimed call: no STARTED
         const claims = raws.filter((x) => x.entry === "claimBox" && x.raw.prewarmed);
-        assert.strictEqual(claims.length, 3, JSON.stringify(raws.map((x) => [x.entry, x.raw.prewarmed, x.raw.exitCode])));
+        assert.strictEqual(claims.length, 4, JSON.stringify(raws.map((x) => [x.entry, x.raw.prewarmed, x.raw.exitCode])));
         assert.deepStrictEqual(claims.map((x) => [x.raw.taken, x.raw.started]), [
           [true, true],
           [true, true],
           [true, false], // taken, but its exec failed: no STARTED
+          [true, false], // a call's SPEC does not ask for it
         ]);
       });
     });
@@ -97,7 +108,7 @@ describe("the init's STARTED frame (issue 33)", function () {
           for (const p of h.processes().filter((q) => q.argv.includes(ws) && q.state !== "Z"))
             process.kill(p.pid, "SIGKILL");
         }, 300);
-        const r = await s.run(["true"], { timeoutS: 20 });
+        const r = await (await s.spawn(["true"], { timeoutS: 20 })).wait();
         assert.strictEqual(r.exitCode, 0, r.stderr); // the cold retry ran it
       });
       const claim = raws.find((x) => x.entry === "claimBox" && x.raw.prewarmed);
