@@ -35,6 +35,40 @@ const SPAWN_KEYS = new Set(["stdin", "timeoutS", "signal", "cwd", "env", "keepBy
 
 let nextId = 1;
 
+/**
+ * A process's stdin: what is written goes to the engine's feed (its
+ * readable side, lib/stdin.js), back-pressured by the feed. Once the
+ * process has exited a write fails as a write to a closed pipe does in
+ * Node (EPIPE, in its callback and as an 'error' event), never as a crash:
+ * an 'error' listener of its own is always there.
+ */
+class ProcessStdin extends PassThrough {
+  #exited = false;
+
+  constructor() {
+    super();
+    this.on("error", () => {});
+  }
+
+  exited() {
+    this.#exited = true;
+    this.resume(); // what the feed left unread is dropped, as a closed pipe drops it
+  }
+
+  _write(chunk, encoding, callback) {
+    if (this.#exited) return callback(epipe());
+    return super._write(chunk, encoding, callback);
+  }
+}
+
+function epipe() {
+  const err = new Error("write EPIPE: the process has exited");
+  err.code = "EPIPE";
+  err.errno = -os.constants.errno.EPIPE;
+  err.syscall = "write";
+  return err;
+}
+
 class BoxProcess extends EventEmitter {
   #key = 0; // the engine's key of its box (signalCall)
   #exited = false;
@@ -49,7 +83,7 @@ class BoxProcess extends EventEmitter {
     this.stdout = new KeepStream(keepBytes);
     this.stderr = new KeepStream(keepBytes);
     /** A Writable to the workload's stdin, or null (`stdin: false`). */
-    this.stdin = withStdin ? new PassThrough() : null;
+    this.stdin = withStdin ? new ProcessStdin() : null;
     this.#started = new Promise((resolve) => (this.#onStart = resolve));
   }
 
@@ -99,6 +133,9 @@ class BoxProcess extends EventEmitter {
   /** Runs the process on run (the Sandbox's call) and resolves once the
    * workload started (or ended first, wait() then settled). */
   start(run) {
+    // Ended before it started: what went wrong is wait()'s (an abort, a
+    // closed session, no kern), which spawn() then throws; an exec that
+    // failed is an exit (127) like run()'s.
     this.#result = run().then((r) => this.#end(r, null), (e) => this.#end(null, e));
     this.#result.catch(() => {}); // wait() is optional: an abort is not an unhandled rejection
     return Promise.race([this.#started, this.#result.then(() => true, () => false)]);
@@ -114,7 +151,7 @@ class BoxProcess extends EventEmitter {
     }
     this.stdout.end();
     this.stderr.end();
-    if (this.stdin !== null) this.stdin.destroy();
+    if (this.stdin !== null) this.stdin.exited();
     let shaped = null;
     if (result !== null) {
       const out = this.stdout.tail();
@@ -122,7 +159,9 @@ class BoxProcess extends EventEmitter {
       shaped = new ExecutionResult({ ...result, stdout: out.text, stderr: err.text,
         truncated: out.truncated || err.truncated });
     }
-    this.emit("exit", shaped, error);
+    // On a later turn: a process that ends as it starts has its 'exit'
+    // after spawn() resolved, so the caller can still listen for it.
+    setImmediate(() => this.emit("exit", shaped, error));
     if (error !== null) throw error;
     return shaped;
   }
@@ -141,14 +180,14 @@ async function spawnProcess(live, command, opts, run) {
   if (proc.stdin !== null) call.stdin = { node: proc.stdin };
   const argv = o.cwd === "" ? command : ["env", "-C", o.cwd, "--", ...command];
   live.add(proc);
-  proc.once("exit", () => live.delete(proc));
-  const started = await proc.start(() => run(argv, call));
-  // Ended before it started: what went wrong is wait()'s (an abort, a
-  // closed session, no kern), thrown here too; an exec that failed is an
-  // exit (127) like run()'s.
-  if (!started) await proc.wait();
+  const started = proc.start(() => run(argv, call));
+  // Out of the list before anyone awaiting wait() runs (first reaction).
+  const gone = () => live.delete(proc);
+  proc.wait().then(gone, gone);
+  if (!(await started)) await proc.wait();
   return proc;
 }
+
 
 /** Starts code of a language in a process (Sandbox.spawnCode). */
 async function spawnCodeProcess(live, code, opts, run) {

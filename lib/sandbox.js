@@ -650,7 +650,7 @@ class Sandbox {
     return [...this.#live];
   }
 
-  #runProcess(command, call) {
+  async #runProcess(command, call) {
     const st = this.#session();
     return this.#withStdin(call, () => this.#spawn(st, command, { call, kind: "exec" }));
   }

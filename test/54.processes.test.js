@@ -202,10 +202,10 @@ describe("processes: spawn() (issue 33)", function () {
   it("an abort rejects wait() with an AbortError; an aborted signal refuses to start", async function () {
     const ac = new AbortController();
     const p = await sbx.spawn(["sleep", "100"], { signal: ac.signal, timeoutS: null });
-    let exitArgs = null;
-    p.on("exit", (...a) => (exitArgs = a));
+    const exit = once(p, "exit");
     ac.abort();
     await assert.rejects(p.wait(), { name: "AbortError" });
+    const exitArgs = await exit;
     assert.strictEqual(exitArgs[0], null);
     assert.strictEqual(exitArgs[1].name, "AbortError");
     await assert.rejects(sbx.spawn(["true"], { signal: AbortSignal.abort() }), { name: "AbortError" });
@@ -251,5 +251,89 @@ describe("processes: spawn() (issue 33)", function () {
     } finally {
       await s.close();
     }
+  });
+});
+
+describe("processes: the security cases (SECURITY-CASES F1, F2, F5)", function () {
+  this.timeout(120000);
+  let sbx;
+  before(async function () {
+    sbx = await new Sandbox({ prewarm: 0 }).open();
+  });
+  after(async function () {
+    if (sbx) await sbx.close();
+  });
+
+  it("F1: a write after exit fails with EPIPE in its callback, never a crash", async function () {
+    const p = await sbx.spawn(["true"]);
+    await p.wait();
+    const err = await new Promise((resolve) => p.stdin.write("late\n", resolve));
+    assert.strictEqual(err.code, "EPIPE");
+    assert.strictEqual(err.syscall, "write");
+    assert.strictEqual(typeof err.errno, "number");
+    // Positive control: while it runs the same write succeeds.
+    const q = await sbx.spawn(["cat"]);
+    assert.ok(!(await new Promise((resolve) => q.stdin.write("x", resolve))));
+    q.stdin.end();
+    assert.strictEqual((await q.wait()).stdout, "x");
+  });
+
+  it("F1: stdin written faster than the box reads is back-pressured; the deadline still fires", async function () {
+    const p = await sbx.spawn(["sleep", "100"], { timeoutS: 0.5 });
+    const chunk = Buffer.alloc(64 * 1024);
+    let accepted = 0;
+    while (p.stdin.write(chunk)) {
+      accepted += chunk.length;
+      if (accepted > 64 * 1024 * 1024) break;
+    }
+    assert.ok(accepted < 16 * 1024 * 1024, `write() said wait after ${accepted} bytes`);
+    const r = await p.wait();
+    assert.strictEqual(r.fault?.type, "timeout");
+  });
+
+  it("F2: the retained tail is the latest bytes; a late reader gets the newest keepBytes", async function () {
+    const keep = 4096;
+    const p = await sbx.spawn(["seq", "1", "200000"], { keepBytes: keep, stdin: false });
+    const r = await p.wait();
+    assert.ok(r.stdout.endsWith("199999\n200000\n"), r.stdout.slice(-40));
+    assert.strictEqual(r.stdout.length, keep);
+    let late = "";
+    for await (const c of p.stdout) late += c;
+    assert.ok(late.endsWith("200000\n"));
+    const written = Buffer.byteLength(Array.from({ length: 200000 }, (_, i) => `${i + 1}\n`).join(""));
+    assert.strictEqual(Buffer.byteLength(late) + p.droppedBytes.stdout, written);
+  });
+
+  it("F5: 100 spawns with random kills, aborts, deadlines and a close: one exit and one settlement each", async function () {
+    const s = await new Sandbox({ prewarm: 0 }).open();
+    const procs = [];
+    const counts = new Map();
+    const rand = (n) => Math.floor(Math.random() * n);
+    const starts = [];
+    for (let i = 0; i < 100; i++) {
+      const ac = new AbortController();
+      const kind = rand(4);
+      const opts = kind === 2 ? { timeoutS: 0.05 + Math.random() * 0.2 } : { timeoutS: null, signal: ac.signal };
+      const start = s.spawn(["sh", "-c", `sleep ${(Math.random() * 0.3).toFixed(3)}; echo ${i}`], opts).then((p) => {
+        const c = { exit: 0, settled: 0 };
+        counts.set(p, c);
+        p.on("exit", () => c.exit++);
+        p.wait().then(() => c.settled++, () => c.settled++);
+        procs.push(p);
+        if (kind === 0) setTimeout(() => p.kill(rand(2) ? "SIGTERM" : "SIGKILL", { graceS: 0.1 }), rand(200));
+        if (kind === 1) setTimeout(() => ac.abort(), rand(200));
+      }, (e) => {
+        if (e.name !== "AbortError" && e.code !== "ERR_SANDBOX_CLOSED") throw e;
+      });
+      if (kind === 1 && rand(4) === 0) ac.abort(); // sometimes before it starts
+      starts.push(start);
+      if (i === 80) setTimeout(() => s.close(), rand(100));
+    }
+    await Promise.all(starts);
+    await s.close();
+    await Promise.all(procs.map((p) => p.wait().catch(() => {})));
+    await h.sleep(100);
+    for (const [p, c] of counts) assert.deepStrictEqual(c, { exit: 1, settled: 1 }, p.id);
+    assert.deepStrictEqual(s.processes(), []);
   });
 });
