@@ -37,6 +37,7 @@ const { normalizeOptions } = require("../lib/options");
 const init = require("../lib/init");
 const { ENGINE } = require("../lib/internal");
 const { watchClosesSettled } = require("../lib/census");
+const { processes: processFigures } = require("./processes");
 
 const median = (xs) => {
   const s = [...xs].sort((a, b) => a - b);
@@ -757,8 +758,9 @@ async function idleLoop() {
     `Node ${process.version}${QUICK ? ", quick" : ""}`);
   const idle = await idleLoop();
   loop.enable();
+  const processes = () => processFigures({ Sandbox, h, row, median, quick: QUICK });
   const figures = { perCallOverhead, bigWorkspaceOverhead, concurrency, timeoutPrecision, flood,
-    snapshots, oneShot, closeCost, prewarmed, kernel, flood10g };
+    snapshots, oneShot, closeCost, prewarmed, kernel, processes, flood10g };
   const onRequest = ["flood10g"];
   // `node bench/run.js only=flood,snapshots` measures a subset (when chasing one figure).
   const only = (process.argv.find((a) => a.startsWith("only=")) || "").slice(5).split(",")

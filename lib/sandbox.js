@@ -513,7 +513,8 @@ class Sandbox {
           envFile, stopArgv, timeoutMs: timeoutS === null ? NO_DEADLINE_MS : timeoutS * 1000,
           maxOutputBytes: o.maxOutputBytes, onStdout: o.onStdout, onStderr: o.onStderr,
           watch: st.watch, cancelKey, init: initTerms, stdin: feed?.handle ?? null,
-          onStdin: feed?.onStdin ?? null, onStarted: withInit ? proc?.onStarted ?? null : null };
+          onStdin: feed?.onStdin ?? null, onStarted: withInit ? proc?.onStarted ?? null : null,
+          flow: proc !== null };
         const settled = ready !== null ? claimBox(st, ready.parked, spec, claim) : startBox(st, spec);
         feed?.start();
         raw = await settled;

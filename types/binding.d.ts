@@ -115,6 +115,10 @@ export interface BoxOptions {
    * (its cold argv runs `ks-init --exec --started`, a claim's spec is specFrame(argv, true)), and
    * this is called then, once, before the call settles; signalCall reaches its workload. */
   onStarted?: (() => void) | null;
+  /** startBox and claimBox: a process's output (with onStdout/onStderr): while the box runs its
+   * pipes are read no faster than this thread takes the chunks (a bounded window, as a pipe to
+   * a child process is), instead of chunks being dropped past the streaming budget. */
+  flow?: boolean;
 }
 
 /** parkBox's options. */

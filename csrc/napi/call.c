@@ -36,7 +36,8 @@ void ks_napi_queue_chunk(struct ks_napi_call *run, enum ks_stream s, const char 
                          size_t len) {
   struct ks_napi_msg *msg;
 
-  if (atomic_load(&run->queued_bytes) + len > KS_NAPI_STREAM_BUDGET) {
+  if (atomic_load(&run->queued_bytes) + len >
+      (run->flow ? KS_NAPI_FLOW_CAP : KS_NAPI_STREAM_BUDGET)) {
     ks__missed(run, s, len);
     return;
   }
@@ -58,6 +59,32 @@ void ks_napi_queue_chunk(struct ks_napi_call *run, enum ks_stream s, const char 
     ks__missed(run, s, len);
     free(msg);
   }
+}
+
+/* Whether a flow call can take more output; if not, the JS thread is to
+ * wake the engine once it can (flow_paused, then checked again: a JS
+ * thread that took the queue down in between has either seen the flag or
+ * left the queue low enough for this check). */
+static bool ks__output_room(void *ctx, struct ks_box *box) {
+  struct ks_napi_call *run = ks_box_user(box);
+  (void) ctx;
+  if (atomic_load(&run->queued_bytes) < KS_NAPI_FLOW_WINDOW)
+    return true;
+  atomic_store(&run->flow_paused, true);
+  if (atomic_load(&run->queued_bytes) < KS_NAPI_FLOW_WINDOW / 2) {
+    atomic_store(&run->flow_paused, false);
+    return true;
+  }
+  return false;
+}
+
+/* JS thread: a flow call's chunk was taken; below half the window a
+ * paused box is read again. */
+static void ks__took_chunk(struct ks_napi_call *run, size_t len) {
+  size_t left = atomic_fetch_sub(&run->queued_bytes, len) - len;
+  if (run->flow && left < KS_NAPI_FLOW_WINDOW / 2 && atomic_load(&run->flow_paused) &&
+      atomic_exchange(&run->flow_paused, false) && run->addon->sup != NULL)
+    ks_sup_wake(run->addon->sup);
 }
 
 static void ks__on_output(void *ctx, struct ks_box *box, enum ks_stream s, const char *data,
@@ -174,7 +201,7 @@ static void ks__deliver_chunk(napi_env env, struct ks_napi_msg *msg) {
   napi_value ignored;
   void *data;
 
-  atomic_fetch_sub(&run->queued_bytes, msg->len);
+  ks__took_chunk(run, msg->len);
   if (run->cb[msg->stream] == NULL ||
       napi_get_reference_value(env, run->cb[msg->stream], &cb) != napi_ok || cb == NULL)
     return;
@@ -234,7 +261,8 @@ int ks_napi_ensure_supervisor(napi_env env, struct ks_addon *addon, struct ks_er
                                             .on_cell_output = ks__on_cell_output,
                                             .on_cell_done = ks__on_cell_done,
                                             .on_stdin = ks__on_stdin,
-                                            .on_started = ks__on_started};
+                                            .on_started = ks__on_started,
+                                            .output_room = ks__output_room};
   napi_value name;
 
   if (addon->sup != NULL)

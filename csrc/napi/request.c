@@ -256,7 +256,8 @@ bool ks_napi_box_request(napi_env env, struct ks_addon *addon, enum ks_napi_box_
     return false;
   if ((mode == KS_NAPI_START || mode == KS_NAPI_CLAIM) &&
       (!ks__get_feed(&o, req, &streams[2]) ||
-       !ks_opt_function(&o, "onStarted", &streams[3], &req->want_started)))
+       !ks_opt_function(&o, "onStarted", &streams[3], &req->want_started) ||
+       !ks_opt_bool(&o, "flow", &req->flow)))
     return false;
   if (!req->want_started)
     streams[3] = NULL;

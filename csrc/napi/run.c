@@ -216,6 +216,7 @@ static napi_value ks__start(napi_env env, napi_callback_info info, enum ks_napi_
   /* Neither an idle prewarmed box nor an idle kernel keeps the process
    * alive: a kernel's cells do, while they run. */
   run->parked = req.park_key != 0 || req.kernel_key != 0;
+  run->flow = req.flow && (req.stream[KS_STDOUT] || req.stream[KS_STDERR]);
   park_key = req.park_key; /* req moves into the box below */
 
   ks_err_clear(&err);

@@ -471,11 +471,13 @@ static void ks__on_box_pipe(void *ctx, struct ks_watch *w, uint32_t events, uint
   struct ks_box *box = k->box;
   int i = (int) (w - k->watch);
 
-  (void) events;
   (void) now;
   if (i == 2)
     ks__drain_started(ctx, box);
-  else
+  /* A hangup is read whatever the flow says: the writer is gone, what is
+   * left is at most a pipe's worth, and a paused pipe would report it at
+   * every turn. */
+  else if ((events & (EPOLLHUP | EPOLLERR)) || ks__flow_read(ctx, box, i))
     ks__drain_output(ctx, box, (enum ks_stream) i, KS__READ_BUDGET);
 }
 
@@ -616,6 +618,8 @@ void ks__sweep(struct ks_sup *sup, uint64_t now) {
       ks__kill_box(sup, box, now, false);
     if (box->state == KS_BOX_DRAINING && ks__box_quiet(box))
       ks__finish_box(sup, box);
+    else if (box->kern != NULL)
+      ks__flow_resume(sup, box);
     box = next;
   }
   stops = sup->stops;

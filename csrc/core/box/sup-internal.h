@@ -165,6 +165,9 @@ struct ks_box {
                                * a claim: at TAKEN, so a box that never took the
                                * call had nothing written and its retry loses nothing) */
   bool feed_out;              /* feed_fd is watched for EPOLLOUT */
+  /* A process's stream whose reading waits for the caller to take what
+   * it has (req.flow; box-proc.c): its pipe is not watched for EPOLLIN. */
+  bool out_paused[2];
 };
 
 /* Moves the box to another state of its life, checked (boxstate.h). */

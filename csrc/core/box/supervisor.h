@@ -97,6 +97,12 @@ struct ks_box_request {
    * argv (`--started`) or the SPEC's type (KS_INIT_SAY_STARTED), which the
    * caller made so. */
   bool want_started;
+  /* A process's output (with stream[]): while the box runs, its pipes are
+   * read no faster than the caller takes the chunks (hooks.output_room),
+   * as a pipe to a Node child process is, instead of chunks being dropped
+   * past a budget; the caller then keeps what its reader has not taken.
+   * At the box's end what is left in the pipes is read at once. */
+  bool flow;
 };
 
 /* Rich results (interp.h, RESULT): JSON texts within a byte budget; one
@@ -216,6 +222,11 @@ struct ks_sup_hooks {
    * succeeded). At most once per box, only for a request with
    * want_started, before the box's on_done; must not block. */
   void (*on_started)(void *ctx, struct ks_box *box);
+  /* A flow box's caller (req.flow) can take more output now: true; false,
+   * and it wakes the supervisor (ks_sup_wake) once it can, when the box's
+   * paused streams are read again. Runs on the supervisor thread; must not
+   * block. */
+  bool (*output_room)(void *ctx, struct ks_box *box);
 };
 
 struct ks_sup;
@@ -286,6 +297,9 @@ int ks_sup_drop_parked(struct ks_sup *sup, uint64_t key);
  * the caller asked. A call not running by then is left alone. Any thread;
  * 0 or -ENOMEM. */
 int ks_sup_signal_call(struct ks_sup *sup, uint64_t call, int signo, uint64_t grace_ns);
+/* Wakes the supervisor for a turn (a flow box's caller has room again:
+ * hooks.output_room). Any thread. */
+void ks_sup_wake(struct ks_sup *sup);
 
 /* Kills every live box and helper, reaps them, reports each box through
  * on_done, joins the thread and frees the supervisor. */
