@@ -8,7 +8,9 @@
 // workload through the init (binding.signalCall), and its output is
 // streamed to two KeepStreams that never hold the box back.
 const { EventEmitter } = require("events");
-const { PassThrough } = require("stream");
+const fs = require("fs");
+const net = require("net");
+const { Writable } = require("stream");
 const os = require("os");
 const binding = require("./binding");
 const { KeepStream } = require("./keepstream");
@@ -36,13 +38,18 @@ const SPAWN_KEYS = new Set(["stdin", "timeoutS", "signal", "cwd", "env", "keepBy
 let nextId = 1;
 
 /**
- * A process's stdin: what is written goes to the engine's feed (its
- * readable side, lib/stdin.js), back-pressured by the feed. Once the
- * process has exited a write fails as a write to a closed pipe does in
- * Node (EPIPE, in its callback and as an 'error' event), never as a crash:
- * an 'error' listener of its own is always there.
+ * A process's stdin: a pipe this thread writes itself (pipePair), as a
+ * Node pipe socket once the workload holds the other end (its STARTED):
+ * what is written before that waits here, so a claim retried cold (a new
+ * box, a new pipe) loses nothing. Writes are back-pressured by the pipe.
+ * Once the process has exited a write fails as a write to a closed pipe
+ * does in Node (EPIPE, in its callback and as an 'error' event), never as
+ * a crash: an 'error' listener of its own is always there.
  */
-class ProcessStdin extends PassThrough {
+class ProcessStdin extends Writable {
+  #sock = null;
+  #fd = -1; // this attempt's write end, until a socket owns it
+  #waiting = null; // a write or the end, until the socket is there
   #exited = false;
 
   constructor() {
@@ -50,14 +57,64 @@ class ProcessStdin extends PassThrough {
     this.on("error", () => {});
   }
 
+  /** A new attempt's pipe: its read end, for the box (BoxOptions.stdinFd). */
+  pipe() {
+    this.#closeFd();
+    const [rd, wr] = binding.pipePair();
+    this.#fd = wr;
+    return rd;
+  }
+
+  /** The workload holds the read end: writes go to the pipe from now on. */
+  started() {
+    if (this.#exited || this.#fd < 0) return;
+    this.#sock = new net.Socket({ fd: this.#fd, readable: false, writable: true });
+    this.#fd = -1;
+    this.#sock.on("error", () => {});
+    this.#release();
+  }
+
+  /** The process ended: no more writes. */
   exited() {
     this.#exited = true;
-    this.resume(); // what the feed left unread is dropped, as a closed pipe drops it
+    this.#sock?.destroy();
+    this.#sock = null;
+    this.#closeFd();
+    this.#release();
   }
 
   _write(chunk, encoding, callback) {
     if (this.#exited) return callback(epipe());
-    return super._write(chunk, encoding, callback);
+    if (this.#sock === null) {
+      this.#waiting = () => this._write(chunk, encoding, callback);
+      return undefined;
+    }
+    return this.#sock.write(chunk, (err) => callback(err ? epipe() : null));
+  }
+
+  _final(callback) {
+    if (this.#exited) return callback();
+    if (this.#sock === null) {
+      this.#waiting = () => this._final(callback);
+      return undefined;
+    }
+    return this.#sock.end(() => callback());
+  }
+
+  #release() {
+    const w = this.#waiting;
+    this.#waiting = null;
+    w?.();
+  }
+
+  #closeFd() {
+    if (this.#fd < 0) return;
+    try {
+      fs.closeSync(this.#fd);
+    } catch {
+      // never ours to lose: it was open
+    }
+    this.#fd = -1;
   }
 }
 
@@ -123,10 +180,17 @@ class BoxProcess extends EventEmitter {
   control() {
     return {
       headBytes: HEAD_BYTES,
+      stdin: this.stdin !== null,
+      /** A new attempt (a box) under key: its stdin pipe's read end, or null. */
       attach: (key) => {
         this.#key = key;
+        return this.stdin === null ? null : this.stdin.pipe();
       },
-      onStarted: () => this.#onStart(true),
+      tails: () => ({ stdout: this.stdout.tail().text, stderr: this.stderr.tail().text }),
+      onStarted: () => {
+        this.stdin?.started();
+        this.#onStart(true);
+      },
     };
   }
 
@@ -177,7 +241,6 @@ async function spawnProcess(live, command, opts, run) {
   const proc = new BoxProcess(o.keepBytes, o.stdin);
   const call = { ...o.call, proc: proc.control(),
     onStdout: (c) => proc.stdout.add(c), onStderr: (c) => proc.stderr.add(c) };
-  if (proc.stdin !== null) call.stdin = { node: proc.stdin };
   const argv = o.cwd === "" ? command : ["env", "-C", o.cwd, "--", ...command];
   live.add(proc);
   const started = proc.start(() => run(argv, call));

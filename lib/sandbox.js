@@ -492,14 +492,14 @@ class Sandbox {
           : viaInterp ? init.interpCommand(o.apparmor,
             bootcache.bootBin(st.initDir, this.#kern, o, (go) => (compileBoot = go), runPackageBox),
             feed !== null)
-            : init.coldCommand(command, o.apparmor, feed !== null, proc !== null);
+            : init.coldCommand(command, o.apparmor, feed !== null || proc?.stdin === true, proc !== null);
         argv = [this.#kern, "box", name, ...flags, ...coldCommand];
         stopArgv = [this.#kern, "stop", name];
       }
       // An abort kills this box alone, through the engine's timeout path; a
       // process's kill() signals it by the same key.
       const cancelKey = signal !== null || proc !== null ? newCancelKey() : 0;
-      proc?.attach(cancelKey, withInit);
+      const stdinFd = proc?.attach(cancelKey) ?? null; // a process's stdin pipe, this attempt's
       let cancelled = false;
       const dispose = onAbort(signal, () => {
         cancelled = true;
@@ -514,7 +514,7 @@ class Sandbox {
           maxOutputBytes: o.maxOutputBytes, onStdout: o.onStdout, onStderr: o.onStderr,
           watch: st.watch, cancelKey, init: initTerms, stdin: feed?.handle ?? null,
           onStdin: feed?.onStdin ?? null, onStarted: withInit ? proc?.onStarted ?? null : null,
-          flow: proc !== null };
+          flow: proc !== null, stdinFd };
         const settled = ready !== null ? claimBox(st, ready.parked, spec, claim) : startBox(st, spec);
         feed?.start();
         raw = await settled;
@@ -551,8 +551,10 @@ class Sandbox {
   }
 
   /** The ExecutionResult of a box's raw outcome. */
-  #shape(st, raw, timeoutS, o, { signal }) {
-      const { stdout, stderr } = raw; // decoded by the engine, without a copy for ASCII
+  #shape(st, raw, timeoutS, o, { signal, proc }) {
+      // Decoded by the engine, without a copy for ASCII; a process's are its
+      // streams' tails (lib/process.js), which kern's own lines are in too.
+      const { stdout, stderr } = proc === undefined ? raw : proc.tails();
       if (raw.prewarmed) st.prewarmedRuns++;
       // Aborted before the call settled: it rejects, with what the box printed.
       if (signal !== null && signal.aborted) throw abortError(signal, { stdout, stderr });

@@ -337,3 +337,21 @@ describe("processes: the security cases (SECURITY-CASES F1, F2, F5)", function (
     assert.deepStrictEqual(s.processes(), []);
   });
 });
+
+describe("processes: a box that cannot start", function () {
+  this.timeout(60000);
+  it("kern's startup failure is the result's fault, its line in stderr", async function () {
+    const s = await new Sandbox({ prewarm: 0, image: "nonexistent:latest" }).open();
+    try {
+      const p = await s.spawn(["true"]);
+      const r = await p.wait();
+      assert.strictEqual(r.fault?.type, "startup_failed", JSON.stringify(r));
+      assert.strictEqual(r.fault.message, "error: pull: nonexistent:latest: manifest unknown");
+      assert.match(r.stderr, /manifest unknown/);
+      // Positive control: the same through run().
+      assert.strictEqual((await s.run(["true"])).fault?.type, "startup_failed");
+    } finally {
+      await s.close();
+    }
+  });
+});

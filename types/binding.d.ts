@@ -119,6 +119,10 @@ export interface BoxOptions {
    * pipes are read no faster than this thread takes the chunks (a bounded window, as a pipe to
    * a child process is), instead of chunks being dropped past the streaming budget. */
   flow?: boolean;
+  /** startBox and claimBox, without stdin: a process's stdin, the read end of pipePair(), which
+   * the engine owns from the call on (it closes it whatever happens); the workload gets it on
+   * fd 0 as it would a feed's pipe (a cold argv runs `ks-init --stdin`). */
+  stdinFd?: number;
 }
 
 /** parkBox's options. */
@@ -280,6 +284,8 @@ export function releaseLoop(): void;
 export function claimSend(parked: ParkedBox, argv: string[]): number;
 /** The SPEC frame of argv, as claimSend() writes it (for ClaimOptions.spec). */
 export function specFrame(argv: string[], process?: boolean): Buffer;
+/** A pipe for a process's stdin: [readFd, writeFd], both close-on-exec. */
+export function pipePair(): [number, number];
 /** Begins a call's change tracking on this thread, for a claim whose argv
  * the caller sends itself: null when the tracker has events still to read
  * (the engine then begins it, and sends the argv after). claimBox() takes

@@ -5,6 +5,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -131,6 +132,21 @@ static bool ks__get_feed(const struct ks_opts *o, struct ks_box_request *req, na
   return true;
 }
 
+/* opts.stdinFd: a process's stdin, the read end of a pipe (pipePair),
+ * owned from here on whatever happens next (read first, so that no other
+ * option's error leaves it open). */
+static bool ks__get_stdin_fd(const struct ks_opts *o, struct ks_box_request *req) {
+  double fd = -1;
+
+  if (!ks_opt_number(o, "stdinFd", false, 0, INT_MAX, &fd))
+    return false;
+  if (fd >= 0) {
+    req->stdin_rd = (int) fd;
+    req->has_stdin_rd = true;
+  }
+  return true;
+}
+
 /* opts.init.run: the RUN an --interp box gets once it is taken: { code:
  * Buffer, results: boolean }. */
 static bool ks__get_run(const struct ks_opts *init, struct ks_box_request *req) {
@@ -251,7 +267,8 @@ bool ks_napi_box_request(napi_env env, struct ks_addon *addon, enum ks_napi_box_
   *shared = -1;
   streams[2] = NULL;
   streams[3] = NULL;
-  if (!ks_opts_begin(env, opts, fn, "opts", &o) || !ks__get_common(&o, addon, req, streams) ||
+  if (!ks_opts_begin(env, opts, fn, "opts", &o) || !ks__get_stdin_fd(&o, req) ||
+      !ks__get_common(&o, addon, req, streams) ||
       !ks__get_init(&o, mode != KS_NAPI_START, req))
     return false;
   if ((mode == KS_NAPI_START || mode == KS_NAPI_CLAIM) &&

@@ -44,6 +44,8 @@ void ks_box_request_free(struct ks_box_request *req) {
     ks_close_keep_errno(req->chan[1]);
   }
   ks_feed_unref(req->feed);
+  if (req->has_stdin_rd)
+    ks_close_keep_errno(req->stdin_rd);
   memset(req, 0, sizeof *req);
 }
 

@@ -103,6 +103,12 @@ struct ks_box_request {
    * past a budget; the caller then keeps what its reader has not taken.
    * At the box's end what is left in the pipes is read at once. */
   bool flow;
+  /* A process's stdin: the read end of a pipe whose write end the caller
+   * writes itself (not through a feed), owned, with has_stdin_rd. It
+   * reaches the workload as a feed's would (a STDIN frame, or on the
+   * SPEC). */
+  bool has_stdin_rd;
+  int stdin_rd;
 };
 
 /* Rich results (interp.h, RESULT): JSON texts within a byte budget; one
