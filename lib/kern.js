@@ -173,6 +173,8 @@ function boxArgv(o, { kern, name, workspace, isSetup, depsDirExists, envFd, comm
   for (const m of o.mounts) argv.push("-v", `${m.src}:${m.target}${m.ro ? ":ro" : ""}`);
   if (o.egressAllow.length > 0 && !isSetup) argv.push("--egress-allow", o.egressAllow.join(","));
   else if (isSetup || o.network) argv.push("--net");
+  // A process's published ports (lib/ports.js): kern refuses them with --net.
+  if (o.publish !== undefined) argv.push(...o.publish);
   argv.push("--env-file", `/dev/fd/${envFd}`, "--");
   // What a prewarmed box must have been started with for a call to use it:
   // every flag but the box's name and its backstop.

@@ -8,12 +8,12 @@
 // workload through the init (binding.signalCall), and its output is
 // streamed to two KeepStreams that never hold the box back.
 const { EventEmitter } = require("events");
-const fs = require("fs");
-const net = require("net");
-const { Writable } = require("stream");
 const os = require("os");
 const binding = require("./binding");
 const { KeepStream } = require("./keepstream");
+const { ProcessStdin } = require("./procstdin");
+const ports = require("./ports"); // by module: a test stands in for pickPorts
+const { portsOption, publishArgs, portTaken, PublishFilter, probe } = ports;
 const { normalizeCallOptions, describe } = require("./options");
 const { checkRelPath } = require("./paths");
 const { sandboxError } = require("./errors");
@@ -33,98 +33,14 @@ const CODE_RUNNERS = {
   bash: (code) => ["bash", "-c", code],
   node: (code) => ["node", "-e", code],
 };
-const SPAWN_KEYS = new Set(["stdin", "timeoutS", "signal", "cwd", "env", "keepBytes"]);
+const SPAWN_KEYS = new Set(["stdin", "timeoutS", "signal", "cwd", "env", "keepBytes", "ports",
+  "publishHost"]);
+// Tries at a set of free host ports: kern fails closed when one was taken
+// between our choice and its bind.
+const PUBLISH_ATTEMPTS = 3;
+const WAIT_PORT_DEFAULT_S = 30;
 
 let nextId = 1;
-
-/**
- * A process's stdin: a pipe this thread writes itself (pipePair), as a
- * Node pipe socket once the workload holds the other end (its STARTED):
- * what is written before that waits here, so a claim retried cold (a new
- * box, a new pipe) loses nothing. Writes are back-pressured by the pipe.
- * Once the process has exited a write fails as a write to a closed pipe
- * does in Node (EPIPE, in its callback and as an 'error' event), never as
- * a crash: an 'error' listener of its own is always there.
- */
-class ProcessStdin extends Writable {
-  #sock = null;
-  #fd = -1; // this attempt's write end, until a socket owns it
-  #waiting = null; // a write or the end, until the socket is there
-  #exited = false;
-
-  constructor() {
-    super();
-    this.on("error", () => {});
-  }
-
-  /** A new attempt's pipe: its read end, for the box (BoxOptions.stdinFd). */
-  pipe() {
-    this.#closeFd();
-    const [rd, wr] = binding.pipePair();
-    this.#fd = wr;
-    return rd;
-  }
-
-  /** The workload holds the read end: writes go to the pipe from now on. */
-  started() {
-    if (this.#exited || this.#fd < 0) return;
-    this.#sock = new net.Socket({ fd: this.#fd, readable: false, writable: true });
-    this.#fd = -1;
-    this.#sock.on("error", () => {});
-    this.#release();
-  }
-
-  /** The process ended: no more writes. */
-  exited() {
-    this.#exited = true;
-    this.#sock?.destroy();
-    this.#sock = null;
-    this.#closeFd();
-    this.#release();
-  }
-
-  _write(chunk, encoding, callback) {
-    if (this.#exited) return callback(epipe());
-    if (this.#sock === null) {
-      this.#waiting = () => this._write(chunk, encoding, callback);
-      return undefined;
-    }
-    return this.#sock.write(chunk, (err) => callback(err ? epipe() : null));
-  }
-
-  _final(callback) {
-    if (this.#exited) return callback();
-    if (this.#sock === null) {
-      this.#waiting = () => this._final(callback);
-      return undefined;
-    }
-    return this.#sock.end(() => callback());
-  }
-
-  #release() {
-    const w = this.#waiting;
-    this.#waiting = null;
-    w?.();
-  }
-
-  #closeFd() {
-    if (this.#fd < 0) return;
-    try {
-      fs.closeSync(this.#fd);
-    } catch {
-      // never ours to lose: it was open
-    }
-    this.#fd = -1;
-  }
-}
-
-function epipe() {
-  const err = new Error("write EPIPE: the process has exited");
-  err.code = "EPIPE";
-  err.errno = -os.constants.errno.EPIPE;
-  err.syscall = "write";
-  return err;
-}
 
 class BoxProcess extends EventEmitter {
   #key = 0; // the engine's key of its box (signalCall)
@@ -132,9 +48,16 @@ class BoxProcess extends EventEmitter {
   #result; // the promise of wait()
   #started; // resolves spawn()
   #onStart = null;
+  #flush = null; // what a stream filter still holds, out before the streams end
 
-  constructor(keepBytes, withStdin) {
+  constructor(keepBytes, withStdin, maps = []) {
     super();
+    /** Each published box port: { host, port, url } on the host. */
+    this.ports = {};
+    for (const m of maps) {
+      const host = m.ip === "0.0.0.0" ? "127.0.0.1" : m.ip;
+      this.ports[m.box] = { host, port: m.host, url: `http://${host}:${m.host}` };
+    }
     /** A name for this process, unique in this Node process. */
     this.id = `p${nextId++}`;
     this.stdout = new KeepStream(keepBytes);
@@ -174,6 +97,32 @@ class BoxProcess extends EventEmitter {
     binding.signalCall(this.#key, signo, signo === os.constants.signals.SIGKILL ? 0 : graceS * 1000);
   }
 
+  /**
+   * Resolves once a listener in the box answers through the published
+   * port (a connection kern's forwarder keeps open: with no listener it
+   * closes it at once). Rejects (ERR_SANDBOX_PORT_NOT_READY) after
+   * timeoutS, or when the process exits first.
+   */
+  async waitForPort(port, opts = {}) {
+    const m = Object.prototype.hasOwnProperty.call(this.ports, port) ? this.ports[port] : null;
+    if (m === null)
+      throw sandboxError("ERR_SANDBOX_INVALID_ARG", `box port ${describe(port)} is not published: spawn with ` +
+        `ports: [${describe(port)}]`);
+    const timeoutS = opts?.timeoutS ?? WAIT_PORT_DEFAULT_S;
+    if (typeof timeoutS !== "number" || !(timeoutS >= 0) || !Number.isFinite(timeoutS))
+      throw sandboxError("ERR_SANDBOX_INVALID_OPTION", `waitForPort() options.timeoutS must be a number of seconds, ` +
+        `got ${describe(timeoutS)}`);
+    const deadline = Date.now() + timeoutS * 1000;
+    for (let delay = 10; ; delay = Math.min(delay * 2, 100)) {
+      if (this.#exited)
+        throw sandboxError("ERR_SANDBOX_PORT_NOT_READY", `the process exited before box port ${port} had a listener`);
+      if (await probe(m.host, m.port)) return;
+      if (Date.now() + delay > deadline)
+        throw sandboxError("ERR_SANDBOX_PORT_NOT_READY", `no listener answered on box port ${port} within ${timeoutS} s`);
+      await new Promise((r) => setTimeout(r, delay));
+    }
+  }
+
   // ---- the Sandbox's side (lib/sandbox.js) ----
 
   /** The call's control: what #spawn reads from call.proc. */
@@ -196,7 +145,8 @@ class BoxProcess extends EventEmitter {
 
   /** Runs the process on run (the Sandbox's call) and resolves once the
    * workload started (or ended first, wait() then settled). */
-  start(run) {
+  start(run, flush) {
+    this.#flush = flush;
     // Ended before it started: what went wrong is wait()'s (an abort, a
     // closed session, no kern), which spawn() then throws; an exec that
     // failed is an exit (127) like run()'s.
@@ -208,6 +158,7 @@ class BoxProcess extends EventEmitter {
   #end(result, error) {
     this.#exited = true;
     this.#onStart(false);
+    this.#flush?.();
     const lost = result?.missedOutput ?? null;
     if (lost !== null) {
       this.stdout.lost(lost.stdout.bytes);
@@ -238,17 +189,30 @@ class BoxProcess extends EventEmitter {
 async function spawnProcess(live, command, opts, run) {
   checkArgv(command, "spawn()");
   const o = spawnOptions(opts, "spawn()");
-  const proc = new BoxProcess(o.keepBytes, o.stdin);
-  const call = { ...o.call, proc: proc.control(),
-    onStdout: (c) => proc.stdout.add(c), onStderr: (c) => proc.stderr.add(c) };
   const argv = o.cwd === "" ? command : ["env", "-C", o.cwd, "--", ...command];
-  live.add(proc);
-  const started = proc.start(() => run(argv, call));
-  // Out of the list before anyone awaiting wait() runs (first reaction).
-  const gone = () => live.delete(proc);
-  proc.wait().then(gone, gone);
-  if (!(await started)) await proc.wait();
-  return proc;
+  for (let attempt = 1; ; attempt++) {
+    const maps = o.ports.length > 0 ? await ports.pickPorts(o.ports, o.publishHost) : [];
+    const proc = new BoxProcess(o.keepBytes, o.stdin, maps);
+    const filter = new PublishFilter(maps);
+    const toStderr = (b) => proc.stderr.add(b);
+    const call = { ...o.call, proc: proc.control(), onStdout: (c) => proc.stdout.add(c),
+      onStderr: (c) => filter.push(c, toStderr) };
+    if (maps.length > 0) call.publish = publishArgs(maps);
+    live.add(proc);
+    const started = proc.start(() => run(argv, call), () => filter.end(toStderr));
+    // Out of the list before anyone awaiting wait() runs (first reaction).
+    const gone = () => live.delete(proc);
+    proc.wait().then(gone, gone);
+    if (await started) return proc;
+    // Ended before it started: an abort, a closed session or no kern is
+    // wait()'s rejection, thrown here; a host port taken between our choice
+    // and kern's bind is retried at new ones.
+    const result = await proc.wait();
+    if (!portTaken(result)) return proc;
+    if (attempt === PUBLISH_ATTEMPTS)
+      throw sandboxError("ERR_SANDBOX_PORT_UNAVAILABLE", `could not publish ports ${o.ports.join(", ")}: ` +
+        `${result.fault.message} (${PUBLISH_ATTEMPTS} attempts at free host ports)`);
+  }
 }
 
 
@@ -293,7 +257,8 @@ function spawnOptions(opts, where) {
   let cwd = "";
   if (opts.cwd !== undefined && opts.cwd !== null)
     cwd = checkRelPath(opts.cwd, { allowRoot: true, what: `${where} options.cwd` }) || "";
-  return { call, keepBytes, stdin, cwd: cwd === "" ? "" : cwd };
+  const { ports, host } = portsOption(opts, where);
+  return { call, keepBytes, stdin, cwd: cwd === "" ? "" : cwd, ports, publishHost: host };
 }
 
 function signalNumber(signal) {

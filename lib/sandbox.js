@@ -318,6 +318,12 @@ class Sandbox {
     if (call.onStderr !== undefined) o.onStderr = call.onStderr;
     if (call.results !== undefined) o.results = call.results;
     if (call.proc !== undefined) o.maxOutputBytes = call.proc.headBytes; // its output is streamed
+    if (call.publish !== undefined) {
+      if (o.network)
+        throw sandboxError("ERR_SANDBOX_INVALID_OPTION", "ports are published from a box without network: " +
+          "they cannot be used with network: true (kern refuses -p with --net)");
+      o.publish = call.publish;
+    }
     return o;
   }
 
@@ -328,7 +334,7 @@ class Sandbox {
    * prewarmed call's path. */
   #boxFlags(st, o, call, isSetup, depsDirExists) {
     const entry = !isSetup && !depsDirExists && call.timeoutS === undefined &&
-      call.env === undefined ? this.#seen.get(CALL_FIELDS) : undefined;
+      call.env === undefined && call.publish === undefined ? this.#seen.get(CALL_FIELDS) : undefined;
     const f = this.#flags;
     if (entry !== undefined && f !== null && f.entry === entry && f.st === st) return f;
     const envFile = envFileContent(o.env);

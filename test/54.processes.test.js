@@ -355,3 +355,142 @@ describe("processes: a box that cannot start", function () {
     }
   });
 });
+
+describe("processes: published ports (issue 33 item 4; SECURITY-CASES F4, double)", function () {
+  this.timeout(60000);
+  const http = require("http");
+  const net = require("net");
+  const portsLib = require("../lib/ports");
+  let sbx;
+  before(async function () {
+    if (!h.have("python3")) return h.skipHost(this, "no python3 on this host for the double to run");
+    sbx = await new Sandbox({ prewarm: 0 }).open();
+  });
+  after(async function () {
+    if (sbx) await sbx.close();
+  });
+
+  /** A TCP port free on the host now (the double has no network namespace:
+   * its box ports are host ports). */
+  async function freePort() {
+    const [m] = await portsLib.pickPorts([1], "127.0.0.1");
+    return m.host;
+  }
+
+  function get(url) {
+    return new Promise((resolve, reject) => {
+      http.get(url, (res) => {
+        let body = "";
+        res.on("data", (d) => (body += d));
+        res.on("end", () => resolve({ status: res.statusCode, body }));
+      }).on("error", reject);
+    });
+  }
+
+  it("a service answers a host HTTP GET through proc.ports; kern's line is not in its stderr", async function () {
+    const P = await freePort();
+    await sbx.writeFile("index.html", "hello from the box\n");
+    const p = await sbx.spawn(["python3", "-m", "http.server", String(P), "--bind", "127.0.0.1"],
+      { ports: [P], timeoutS: null, stdin: false });
+    const pub = p.ports[P];
+    assert.strictEqual(pub.host, "127.0.0.1");
+    assert.notStrictEqual(pub.port, P, "a host port of the package's choosing");
+    assert.strictEqual(pub.url, `http://127.0.0.1:${pub.port}`);
+    await p.waitForPort(P, { timeoutS: 20 });
+    const res = await get(`${pub.url}/index.html`);
+    assert.strictEqual(res.status, 200);
+    assert.strictEqual(res.body, "hello from the box\n");
+    p.kill();
+    const r = await p.wait();
+    assert.strictEqual(r.fault, null);
+    assert.ok(!r.stderr.includes("publishing"), r.stderr);
+    assert.ok(h.recordedArgv().includes(`127.0.0.1:${pub.port}:${P}`), "positive control: kern was asked to publish");
+  });
+
+  it("waitForPort waits for a listener: the forwarder's accept alone is not one", async function () {
+    const P = await freePort();
+    const p = await sbx.spawn(["sh", "-c", `sleep 0.6; exec python3 -m http.server ${P} --bind 127.0.0.1`],
+      { ports: [P], timeoutS: null, stdin: false });
+    // The forwarder accepts at once, with nothing behind it yet.
+    const raw = net.connect(p.ports[P].port, "127.0.0.1");
+    await once(raw, "connect");
+    await once(raw, "close");
+    const t0 = Date.now();
+    await p.waitForPort(P, { timeoutS: 20 });
+    assert.ok(Date.now() - t0 >= 300, "resolved only once the server listened");
+    await assert.rejects(p.waitForPort(P + 1), { code: "ERR_SANDBOX_INVALID_ARG" });
+    p.kill("SIGKILL");
+    await p.wait();
+    await assert.rejects(p.waitForPort(P), { code: "ERR_SANDBOX_PORT_NOT_READY" });
+  });
+
+  it("a host port taken between the choice and kern's bind is retried at another", async function () {
+    const blocker = net.createServer().listen(0, "127.0.0.1");
+    await once(blocker, "listening");
+    const taken = blocker.address().port;
+    const orig = portsLib.pickPorts;
+    let calls = 0;
+    portsLib.pickPorts = async (boxPorts, ip) => (++calls === 1
+      ? boxPorts.map((box) => ({ ip, host: taken, box })) : orig(boxPorts, ip));
+    try {
+      const P = await freePort();
+      const p = await sbx.spawn(["true"], { ports: [P], stdin: false });
+      assert.strictEqual(calls, 2);
+      assert.notStrictEqual(p.ports[P].port, taken);
+      assert.strictEqual((await p.wait()).exitCode, 0);
+      // Three taken in a row: a SandboxError that says so.
+      portsLib.pickPorts = async (boxPorts, ip) => boxPorts.map((box) => ({ ip, host: taken, box }));
+      await assert.rejects(sbx.spawn(["true"], { ports: [P] }), { code: "ERR_SANDBOX_PORT_UNAVAILABLE" });
+    } finally {
+      portsLib.pickPorts = orig;
+      blocker.close();
+    }
+  });
+
+  it("ports are checked, refused with network: true, and publishHost needs ports", async function () {
+    await assert.rejects(sbx.spawn(["true"], { ports: [0] }), { code: "ERR_SANDBOX_INVALID_OPTION" });
+    await assert.rejects(sbx.spawn(["true"], { ports: [80, 80] }), { code: "ERR_SANDBOX_INVALID_OPTION" });
+    await assert.rejects(sbx.spawn(["true"], { publishHost: "0.0.0.0" }), { code: "ERR_SANDBOX_INVALID_OPTION" });
+    await assert.rejects(sbx.spawn(["true"], { ports: [80], publishHost: "::" }), { code: "ERR_SANDBOX_INVALID_OPTION" });
+    const s = await new Sandbox({ prewarm: 0, network: true }).open();
+    try {
+      await assert.rejects(s.spawn(["true"], { ports: [8000] }), { code: "ERR_SANDBOX_INVALID_OPTION" });
+    } finally {
+      await s.close();
+    }
+  });
+
+  it("close() ends every service and frees every host port within 1 s", async function () {
+    const s = await new Sandbox({ prewarm: 0 }).open();
+    const procs = [];
+    for (let i = 0; i < 5; i++) {
+      const P = await freePort();
+      const p = await s.spawn(["python3", "-m", "http.server", String(P), "--bind", "127.0.0.1"],
+        { ports: [P], timeoutS: null, stdin: false });
+      procs.push([p, P]);
+    }
+    for (const [p, P] of procs) {
+      await p.waitForPort(P, { timeoutS: 20 });
+      assert.strictEqual((await get(p.ports[P].url)).status, 200);
+    }
+    const hostPorts = procs.map(([p, P]) => p.ports[P].port);
+    await s.close();
+    const t0 = Date.now();
+    for (const port of hostPorts) {
+      // Free again: a listener of ours can take it.
+      for (;;) {
+        const srv = net.createServer();
+        const ok = await new Promise((resolve) => {
+          srv.once("error", () => resolve(false));
+          srv.listen({ port, host: "127.0.0.1", exclusive: true }, () => resolve(true));
+        });
+        if (ok) {
+          await new Promise((r) => srv.close(r));
+          break;
+        }
+        assert.ok(Date.now() - t0 < 1000, `host port ${port} still taken 1 s after close()`);
+        await h.sleep(20);
+      }
+    }
+  });
+});

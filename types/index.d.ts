@@ -272,6 +272,8 @@ export class SandboxError extends Error {
  * - `ERR_SANDBOX_NO_CHECKPOINT`: rollback(n) asks for more states than the kernel holds
  * - `ERR_SANDBOX_NOT_SUPPORTED`: not available here: snapshot without its opt-in, rollback on a shared kernel, kernel() without the in-box init
  * - `ERR_SANDBOX_SNAPSHOT_REFUSED`: a snapshot or an archive to restore was refused (when no system code says why)
+ * - `ERR_SANDBOX_PORT_UNAVAILABLE`: a published port could not be had: its host port was taken three times over (spawn with ports)
+ * - `ERR_SANDBOX_PORT_NOT_READY`: no listener answered through a published port in time, or the process exited first (waitForPort)
  */
 export type SandboxErrorCode =
   | "ERR_SANDBOX_INVALID_OPTION"
@@ -287,7 +289,9 @@ export type SandboxErrorCode =
   | "ERR_SANDBOX_KERNEL_DEAD"
   | "ERR_SANDBOX_NO_CHECKPOINT"
   | "ERR_SANDBOX_NOT_SUPPORTED"
-  | "ERR_SANDBOX_SNAPSHOT_REFUSED";
+  | "ERR_SANDBOX_SNAPSHOT_REFUSED"
+  | "ERR_SANDBOX_PORT_UNAVAILABLE"
+  | "ERR_SANDBOX_PORT_NOT_READY";
 
 /**
  * Thrown (a {@link SandboxError} subclass) when a requested bind mount or workspace is judged

@@ -132,3 +132,88 @@ describe("integration: processes with a real kern (issue 33)", function () {
     });
   });
 });
+
+describe("integration: published ports with a real kern (issue 33 item 4, F4)", function () {
+  this.timeout(300000);
+  const http = require("http");
+  const net = require("net");
+  const pkg = useRealKern();
+  let kern;
+  before(function () {
+    kern = pkg();
+  });
+
+  function get(url) {
+    return new Promise((resolve, reject) => {
+      const req = http.get(url, (res) => {
+        let body = "";
+        res.on("data", (d) => (body += d));
+        res.on("end", () => resolve({ status: res.statusCode, body }));
+      });
+      req.on("error", reject);
+      req.setTimeout(10000, () => req.destroy(new Error("timeout")));
+    });
+  }
+
+  function refused(port, host = "127.0.0.1") {
+    return new Promise((resolve) => {
+      const s = net.connect(port, host);
+      s.once("connect", () => {
+        s.destroy();
+        resolve(false);
+      });
+      s.once("error", (e) => resolve(e.code === "ECONNREFUSED"));
+    });
+  }
+
+  it("http.server in a box answers the host; the box reaches nothing outside; an unpublished port is refused", async function () {
+    await kern.withSandbox({ prewarm: 0 }, async (s) => {
+      await s.writeFile("index.html", "from the box\n");
+      const p = await s.spawn(["sh", "-c", "python3 -m http.server 8001 --bind 127.0.0.1 >/dev/null 2>&1 & " +
+        "exec python3 -m http.server 8000 --bind 127.0.0.1"], { ports: [8000], timeoutS: null, stdin: false });
+      await p.waitForPort(8000, { timeoutS: 30 });
+      const res = await get(`${p.ports[8000].url}/index.html`);
+      assert.strictEqual(res.status, 200);
+      assert.strictEqual(res.body, "from the box\n");
+      // The box's 8001 listens too, but only 8000 is published.
+      assert.ok(await refused(8001), "an unpublished box port is not reachable from the host");
+      // From inside a box with a published port: no route out.
+      const out = await s.run(["python3", "-c", "import socket,sys\n" +
+        "for a in [('1.1.1.1', 80), ('10.0.2.2', 22), ('192.168.1.1', 80)]:\n" +
+        "    try:\n        socket.create_connection(a, timeout=2); print('reached', a)\n" +
+        "    except OSError as e: print('no', a[0], type(e).__name__)\n"], { timeoutS: 30 });
+      assert.ok(!out.stdout.includes("reached"), out.stdout);
+      // Positive control: the same client reaches the box's own listener.
+      p.kill();
+      const r = await p.wait();
+      assert.strictEqual(r.fault, null);
+      assert.ok(!r.stderr.includes("publishing"), r.stderr);
+    });
+  });
+
+  it("50 services at once each answer; close() ends them all and frees every host port within 1 s", async function () {
+    const s = await new kern.Sandbox({ prewarm: 0 }).open();
+    try {
+      const procs = await Promise.all(Array.from({ length: 50 }, async (_, i) => {
+        await s.writeFile(`d${i}/index.html`, `service ${i}\n`);
+        return s.spawn(["python3", "-m", "http.server", "8000", "--bind", "127.0.0.1", "-d", `d${i}`],
+          { ports: [8000], timeoutS: null, stdin: false });
+      }));
+      await Promise.all(procs.map((p) => p.waitForPort(8000, { timeoutS: 120 })));
+      const bodies = await Promise.all(procs.map((p) => get(`${p.ports[8000].url}/index.html`)));
+      bodies.forEach((b, i) => assert.strictEqual(b.body, `service ${i}\n`));
+      const hostPorts = procs.map((p) => p.ports[8000].port);
+      await s.close();
+      const t0 = Date.now();
+      for (const port of hostPorts) {
+        while (!(await refused(port))) {
+          assert.ok(Date.now() - t0 < 1000, `host port ${port} still open 1 s after close()`);
+          await h.sleep(20);
+        }
+      }
+      h.note(`50 services: host ports all free ${Date.now() - t0} ms after close()`);
+    } finally {
+      await s.close();
+    }
+  });
+});
