@@ -492,6 +492,21 @@ export interface SpawnOptions {
    * dropped and counted in `droppedBytes`; the box is never stalled. Also the tail `wait()`
    * shows. */
   keepBytes?: number;
+  /** Box TCP ports to publish on the host, each at a free host port the package picks (retried
+   * when taken in between): {@link BoxProcess.ports}. The box keeps no network otherwise. Refused
+   * with the session's `network: true`. */
+  ports?: number[];
+  /** The host address the ports are published on: `"127.0.0.1"` (the default). `"0.0.0.0"`
+   * publishes them on every interface, reachable from the network: it relaxes isolation. */
+  publishHost?: string;
+}
+
+/** Addition to 0.1.1: where a published box port is reached from the host. */
+export interface PublishedPort {
+  host: string;
+  port: number;
+  /** `http://host:port`. */
+  url: string;
 }
 
 /** Addition to 0.1.1: the options of {@link Sandbox.spawnCode}. */
@@ -521,6 +536,13 @@ export class BoxProcess extends EventEmitter {
   readonly droppedBytes: { stdout: number; stderr: number };
   /** Whether the process has ended. */
   readonly exited: boolean;
+  /** Each published box port (`ports`), by box port. */
+  readonly ports: Record<number, PublishedPort>;
+  /** Resolves once a listener in the box answers through the published port (kern's forwarder
+   * accepts a connection even with none, so a bare connect proves nothing). Rejects with a
+   * `SandboxError` (`ERR_SANDBOX_PORT_NOT_READY`) after `timeoutS` (default 30) or when the
+   * process exits first. */
+  waitForPort(port: number, opts?: { timeoutS?: number }): Promise<void>;
   /** The result once it ends, as `run()` gives one; its `stdout`/`stderr` are the last
    * `keepBytes` of each stream (`truncated` when that is not all). Rejects with an `AbortError`
    * on an abort. */
