@@ -269,6 +269,7 @@ export class SandboxError extends Error {
  * - `ERR_SANDBOX_NO_CHECKPOINT`: rollback(n) asks for more states than the kernel holds
  * - `ERR_SANDBOX_NOT_SUPPORTED`: not available here: snapshot without its opt-in, rollback on a shared kernel, kernel() without the in-box init
  * - `ERR_SANDBOX_SNAPSHOT_REFUSED`: a snapshot or an archive to restore was refused (when no system code says why)
+ * - `ERR_SANDBOX_MISSING_PEER`: a framework adapter needs an optional peer dependency that is not installed (the message names the npm install command)
  */
 export type SandboxErrorCode =
   | "ERR_SANDBOX_INVALID_OPTION"
@@ -284,7 +285,8 @@ export type SandboxErrorCode =
   | "ERR_SANDBOX_KERNEL_DEAD"
   | "ERR_SANDBOX_NO_CHECKPOINT"
   | "ERR_SANDBOX_NOT_SUPPORTED"
-  | "ERR_SANDBOX_SNAPSHOT_REFUSED";
+  | "ERR_SANDBOX_SNAPSHOT_REFUSED"
+  | "ERR_SANDBOX_MISSING_PEER";
 
 /**
  * Thrown (a {@link SandboxError} subclass) when a requested bind mount or workspace is judged
