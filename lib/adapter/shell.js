@@ -30,8 +30,10 @@ function hasSpawn(sbx) {
 }
 
 /** Runs one command to its end: sbx.run's result. */
-function runShell(sbx, command, { workingDirectory, env, signal, stdin, timeoutS } = {}) {
+function runShell(sbx, command, { workingDirectory, env, signal, stdin, timeoutS, onStdout, onStderr } = {}) {
   const call = {};
+  if (onStdout) call.onStdout = onStdout;
+  if (onStderr) call.onStderr = onStderr;
   if (env) call.env = env;
   if (signal) call.signal = signal;
   if (stdin !== undefined) call.stdin = stdin;
