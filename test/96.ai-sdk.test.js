@@ -39,6 +39,11 @@ describe("kern-sandbox/ai: the AI SDK sandbox session (issue 34)", function () {
     }
   });
 
+  it("an object with methods that is no Sandbox is refused, not read as options", function () {
+    assert.throws(() => createSandboxSession({ run() {} }), { code: "ERR_SANDBOX_INVALID_ARG" });
+    assert.throws(() => createSandboxSession("python"), { code: "ERR_SANDBOX_INVALID_ARG" });
+  });
+
   it("description tells a model the working directory, the network and the deadline", function () {
     assert.match(s.description, /\/workspace/);
     assert.match(s.description, /no network/);

@@ -25,6 +25,12 @@ class SandboxRef {
     }
     if (arg !== undefined && arg !== null && (typeof arg !== "object" || Array.isArray(arg)))
       throw sandboxError("ERR_SANDBOX_INVALID_ARG", `${what} takes Sandbox options or a Sandbox, got ${describe(arg)}`);
+    // Unknown option keys are ignored (as 0.1.1 did): an object with methods
+    // (another framework's session, say) would silently become a default
+    // Sandbox, so it is refused instead.
+    if (arg && (typeof arg.run === "function" || typeof arg.exec === "function"))
+      throw sandboxError("ERR_SANDBOX_INVALID_ARG", `${what} takes Sandbox options or a kern-sandbox Sandbox, ` +
+        "not another object with methods");
     const opts = { ...(arg ?? {}) };
     for (const k of extraKeys) delete opts[k];
     this.#sbx = new Sandbox(opts);

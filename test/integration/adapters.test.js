@@ -1,0 +1,100 @@
+"use strict";
+
+// Issue 34 against a real kern: the adapters' path containment where boxes
+// are real (a symlink to a host file planted by a box; stat/list/delete
+// served inside a box, where /etc is the image's), spawn with stdin, the
+// harness provider's resume, Mastra's executeCommand; and what the AI SDK
+// session's run() costs over sbx.run on the same prewarmed session.
+const assert = require("assert");
+const fs = require("fs");
+const path = require("path");
+const h = require("../lib/harness");
+const { useRealKern } = require("../lib/realkern");
+
+const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+
+describe("integration: the framework adapters with a real kern (issue 34)", function () {
+  this.timeout(600000);
+  const pkg = useRealKern();
+  let ai;
+  before(function () {
+    if (pkg() === null) return;
+    ai = require("../../lib/ai");
+  });
+
+  it("AI SDK session: a box's symlink to a host file is refused on the host; stat/list/delete run in the box", async function () {
+    const secret = path.join(h.tmpDir("ai-real-"), "secret.txt");
+    fs.writeFileSync(secret, "host secret");
+    const s = ai.createSandboxSession();
+    try {
+      const made = await s.run({ command: `ln -s ${secret} planted && ln -s /etc/passwd pw && echo ok` });
+      assert.strictEqual(made.stdout, "ok\n", made.stderr);
+      await assert.rejects(s.readTextFile({ path: "planted" }), (e) => e.code === "ELOOP");
+      // Followed inside the box: the box cannot see the host file at all.
+      assert.strictEqual(await s.stat({ path: "planted" }), null, "a dangling link in the box");
+      assert.strictEqual((await s.stat({ path: "pw" })).type, "file", "the image's /etc/passwd, in the box");
+      const names = (await s.listDirectory({ path: "." })).map((e) => `${e.name}:${e.type}`).sort();
+      assert.deepStrictEqual(names, ["planted:symlink", "pw:symlink"]);
+      assert.strictEqual(await s.deleteFile({ path: "planted" }), true);
+      assert.ok(fs.existsSync(secret), "the link went, not its target");
+      await assert.rejects(s.readTextFile({ path: "/etc/passwd" }), { code: "ERR_SANDBOX_INVALID_PATH" });
+      const p = await s.spawn({ command: "wc -c", stdin: true });
+      const w = p.stdin.getWriter();
+      await w.write(new Uint8Array(100000));
+      await w.close();
+      assert.strictEqual((await new Response(p.stdout).text()).trim(), "100000");
+      assert.deepStrictEqual(await p.wait(), { exitCode: 0 });
+    } finally {
+      await s.close();
+    }
+  });
+
+  it("harness provider: a session resumed by id has its files", async function () {
+    const root = path.join(h.tmpDir("harness-real-"), "sessions");
+    const provider = ai.createSandboxProvider({ root });
+    const a = await provider.createSession({ sessionId: "real-1" });
+    await a.run({ command: "echo persisted > p.txt" });
+    await a.stop();
+    const b = await provider.resumeSession({ sessionId: "real-1" });
+    try {
+      assert.strictEqual((await b.run({ command: "cat p.txt" })).stdout, "persisted\n");
+    } finally {
+      await b.destroy();
+    }
+  });
+
+  it("Mastra: executeCommand in a real box", async function () {
+    const { KernWorkspaceSandbox } = require("../../lib/mastra");
+    const s = new KernWorkspaceSandbox();
+    try {
+      const r = await s.executeCommand("python3 -c 'print(6*7)'; id -u");
+      assert.strictEqual(r.success, true, r.stderr);
+      assert.match(r.stdout, /^42\n/);
+    } finally {
+      await s.destroy();
+    }
+  });
+
+  it("figure: AI SDK run() against sbx.run on one prewarmed session (p50 of 200 each, alternated)", async function () {
+    const kern = pkg();
+    await kern.withSandbox({}, async (sbx) => {
+      const s = ai.createSandboxSession(sbx);
+      const direct = [];
+      const viaSdk = [];
+      for (let i = 0; i < 220; i++) {
+        await h.poolReady(sbx);
+        let t = performance.now();
+        await sbx.run(["sh", "-c", "true"]);
+        if (i >= 20) direct.push(performance.now() - t);
+        await h.poolReady(sbx);
+        t = performance.now();
+        await s.run({ command: "true" });
+        if (i >= 20) viaSdk.push(performance.now() - t);
+      }
+      const d = median(direct);
+      const v = median(viaSdk);
+      h.note(`sbx.run(["sh","-c","true"]) p50 ${d.toFixed(3)} ms; session.run({command:"true"}) p50 ${v.toFixed(3)} ms; ` +
+        `difference ${(v - d).toFixed(3)} ms`);
+    });
+  });
+});
