@@ -280,6 +280,22 @@ describe("kern-sandbox/ai: the AI SDK sandbox session (issue 34)", function () {
     assert.deepStrictEqual(loaded, []);
   });
 
+  it("without `ai`, the session still works and codeInterpreterTool() names `npm install ai`", function () {
+    const script = `const M = require("module"); const orig = M._resolveFilename;
+      M._resolveFilename = function (req, ...rest) {
+        if (req === "ai" || req.startsWith("ai/") || req.startsWith("@ai-sdk/")) {
+          const e = new Error("Cannot find module '" + req + "'"); e.code = "MODULE_NOT_FOUND"; throw e; }
+        return orig.call(this, req, ...rest);
+      };
+      const { createSandboxSession, createSandboxProvider, codeInterpreterTool } = require(${JSON.stringify(path.join(h.repo, "lib/ai"))});
+      const s = createSandboxSession(); createSandboxProvider({ root: "/nonexistent-root" });
+      let msg = "no error";
+      try { codeInterpreterTool(); } catch (e) { msg = e.code + " " + e.message; }
+      s.close().then(() => process.stdout.write(msg));`;
+    const msg = execFileSync(process.execPath, ["-e", script], { encoding: "utf8" });
+    assert.match(msg, /^ERR_SANDBOX_MISSING_PEER .*npm install ai`$/);
+  });
+
   it("a missing peer is ERR_SANDBOX_MISSING_PEER naming the npm install command", function () {
     const { requirePeer } = require("../lib/peer");
     assert.throws(() => requirePeer("@kern-sandbox-test/not-installed/sub", { what: "the test" }), (e) => {

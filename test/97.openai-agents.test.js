@@ -149,6 +149,7 @@ describe("kern-sandbox/openai-agents (issue 34)", function () {
       assert.strictEqual(img.type, "image");
       assert.match(JSON.stringify(img), /image\/png/);
       await assert.rejects(s.readFile({ path: "/etc/passwd" }), { code: "ERR_SANDBOX_INVALID_PATH" });
+      await assert.rejects(s.readFile({ path: "missing.txt" }), (e) => e instanceof sbxApi.SandboxWorkspaceReadNotFoundError);
       await assert.rejects(s.listDir({ path: "../" }), { code: "ERR_SANDBOX_INVALID_PATH" });
     } finally {
       await s.delete();
@@ -210,6 +211,27 @@ describe("kern-sandbox/openai-agents (issue 34)", function () {
       assert.strictEqual((await again.exec({ cmd: "cat m.txt later.txt" })).stdout, "mlater\n");
     } finally {
       await again.delete();
+    }
+  });
+
+  it("without @openai/agents-core, the client says which npm install to run (ERR_SANDBOX_MISSING_PEER)", function () {
+    const { execFileSync } = require("child_process");
+    // A child whose resolver cannot find the framework, as a project without it.
+    const script = `const M = require("module"); const orig = M._resolveFilename;
+      M._resolveFilename = function (req, ...rest) {
+        if (req.startsWith("@openai/agents-core")) { const e = new Error("Cannot find module '" + req + "'"); e.code = "MODULE_NOT_FOUND"; throw e; }
+        return orig.call(this, req, ...rest);
+      };
+      const { KernSandboxClient, codeInterpreterTool } = require(${JSON.stringify(path.join(h.repo, "lib/openai-agents"))});
+      const out = [];
+      for (const f of [() => new KernSandboxClient(), () => codeInterpreterTool()]) {
+        try { f(); out.push("no error"); } catch (e) { out.push(e.code + " " + e.message); }
+      }
+      process.stdout.write(JSON.stringify(out));`;
+    const out = JSON.parse(execFileSync(process.execPath, ["-e", script], { encoding: "utf8" }));
+    for (const line of out) {
+      assert.match(line, /^ERR_SANDBOX_MISSING_PEER /);
+      assert.match(line, /npm install @openai\/agents-core/);
     }
   });
 

@@ -88,8 +88,10 @@ class KernAgentsSession {
   async readFile(args) {
     const rel = workspacePath(args.path, { file: true, what: "readFile path" });
     const bytes = await readOrNull(await this.#sbx(), rel);
+    // The SDK's own not-found error, which its tools and memory tell from other failures.
     if (bytes === null)
-      throw sandboxError("ERR_SANDBOX_INVALID_PATH", `no such file in the workspace: ${JSON.stringify(args.path)}`);
+      throw new this.#sdk.sandbox.SandboxWorkspaceReadNotFoundError(`no such file in the workspace: ${args.path}`,
+        { path: args.path });
     const u8 = new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength);
     return typeof args.maxBytes === "number" && u8.byteLength > args.maxBytes ? u8.subarray(0, args.maxBytes) : u8;
   }
