@@ -48,3 +48,51 @@ async function textOf(stream) {
 }
 
 module.exports = { v3Step, canLoad, streamOfStrings, textOf };
+
+/**
+ * A stand-in for sbx.spawn (issue 33's process API, not on this tree yet),
+ * built on sbx.run, so that the adapters' code for the process API runs in
+ * the tests now: stdin a Node Writable, stdout/stderr Readables, wait(),
+ * kill(), and `ports` as the API will give them (a made-up host port per box
+ * port: nothing listens there). It records every call's options.
+ */
+function standInSpawn(sbx) {
+  const { PassThrough } = require("stream");
+  const { EventEmitter } = require("events");
+  const calls = [];
+  let n = 0;
+  sbx.spawn = async (argv, opts = {}) => {
+    calls.push({ argv, opts });
+    const p = new EventEmitter();
+    const ac = new AbortController();
+    p.id = `proc-${++n}`;
+    p.stdout = new PassThrough();
+    p.stderr = new PassThrough();
+    p.stdin = opts.stdin === false ? null : new PassThrough();
+    p.ports = {};
+    for (const port of opts.ports || []) p.ports[port] = { host: "127.0.0.1", port: 40000 + port, url: `http://127.0.0.1:${40000 + port}` };
+    p.exited = false;
+    p.signals = [];
+    p.kill = (sig = "SIGKILL") => {
+      p.signals.push(sig);
+      ac.abort(new Error(sig));
+    };
+    const call = { signal: ac.signal, onStdout: (b) => p.stdout.write(b), onStderr: (b) => p.stderr.write(b) };
+    if (opts.env) call.env = opts.env;
+    if (p.stdin) call.stdin = p.stdin;
+    const done = sbx.run(argv, call);
+    const settled = done.then((r) => r, (e) => {
+      throw e;
+    }).finally(() => {
+      p.exited = true;
+      p.stdout.end();
+      p.stderr.end();
+    });
+    settled.then((r) => p.emit("exit", r), () => {});
+    p.wait = () => settled;
+    return p;
+  };
+  return calls;
+}
+
+module.exports.standInSpawn = standInSpawn;
