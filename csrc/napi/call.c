@@ -19,6 +19,8 @@ void ks_napi_call_free(napi_env env, struct ks_napi_call *run) {
     }
     if (run->on_stdin != NULL)
       (void) napi_delete_reference(env, run->on_stdin);
+    if (run->on_started != NULL)
+      (void) napi_delete_reference(env, run->on_started);
   }
   ks_napi_output_free(&run->output);
   free(run->done);
@@ -86,14 +88,35 @@ static void ks__on_stdin(void *ctx, struct ks_box *box, bool gone) {
     free(msg);
 }
 
-static void ks__deliver_stdin(napi_env env, struct ks_napi_msg *msg) {
+/* The process's workload started: onStarted() on the JS thread, queued
+ * before the box's end (the TSFN keeps order). Without memory for the
+ * message the process is taken as started at its end. */
+static void ks__on_started(void *ctx, struct ks_box *box) {
+  struct ks_napi_call *run = ks_box_user(box);
+  struct ks_napi_msg *msg = malloc(sizeof *msg);
+
+  (void) ctx;
+  if (msg == NULL)
+    return;
+  msg->kind = KS_NAPI_MSG_STARTED;
+  msg->run = run;
+  msg->box = NULL;
+  msg->cell = NULL;
+  msg->stream = KS_STDOUT;
+  msg->len = 0;
+  if (napi_call_threadsafe_function(run->addon->tsfn, msg, napi_tsfn_nonblocking) != napi_ok)
+    free(msg);
+}
+
+/* One of the call's event callbacks (onStdin(gone), onStarted()). */
+static void ks__deliver_event(napi_env env, struct ks_napi_msg *msg) {
+  napi_ref ref = msg->kind == KS_NAPI_MSG_STARTED ? msg->run->on_started : msg->run->on_stdin;
   napi_value cb = NULL;
   napi_value gone;
   napi_value undefined;
   napi_value ignored;
 
-  if (msg->run->on_stdin == NULL ||
-      napi_get_reference_value(env, msg->run->on_stdin, &cb) != napi_ok || cb == NULL ||
+  if (ref == NULL || napi_get_reference_value(env, ref, &cb) != napi_ok || cb == NULL ||
       napi_get_boolean(env, msg->len != 0, &gone) != napi_ok ||
       napi_get_undefined(env, &undefined) != napi_ok)
     return;
@@ -176,9 +199,9 @@ static void ks__call_js(napi_env env, napi_value js_cb, void *context, void *dat
     free(msg);
     return;
   }
-  if (msg->kind == KS_NAPI_MSG_STDIN) {
+  if (msg->kind == KS_NAPI_MSG_STDIN || msg->kind == KS_NAPI_MSG_STARTED) {
     if (env != NULL) /* NULL: teardown; the run may be gone, never touched */
-      ks__deliver_stdin(env, msg);
+      ks__deliver_event(env, msg);
     free(msg);
     return;
   }
@@ -210,7 +233,8 @@ int ks_napi_ensure_supervisor(napi_env env, struct ks_addon *addon, struct ks_er
                                             .on_done = ks__on_done,
                                             .on_cell_output = ks__on_cell_output,
                                             .on_cell_done = ks__on_cell_done,
-                                            .on_stdin = ks__on_stdin};
+                                            .on_stdin = ks__on_stdin,
+                                            .on_started = ks__on_started};
   napi_value name;
 
   if (addon->sup != NULL)

@@ -52,6 +52,9 @@ struct ks_napi_call {
   /* opts.onStdin: the box's stdin feed has room for the next chunk (or is
    * gone); NULL without a feed. */
   napi_ref on_stdin;
+  /* opts.onStarted: a process's workload started (hooks.on_started); NULL
+   * for other calls. */
+  napi_ref on_started;
 };
 
 enum ks_napi_msg_kind {
@@ -59,6 +62,7 @@ enum ks_napi_msg_kind {
   KS_NAPI_MSG_DONE,
   KS_NAPI_MSG_CELL_DONE,
   KS_NAPI_MSG_STDIN, /* the feed's slot is free: len 1 if the feed is gone */
+  KS_NAPI_MSG_STARTED, /* a process's workload started */
 };
 
 struct ks_napi_msg {

@@ -241,7 +241,7 @@ static bool ks__get_claim(const struct ks_opts *o, struct ks_box_request *req) {
 
 bool ks_napi_box_request(napi_env env, struct ks_addon *addon, enum ks_napi_box_mode mode,
                          const char *fn, napi_value parked, napi_value opts,
-                         struct ks_box_request *req, napi_value streams[3], int *shared) {
+                         struct ks_box_request *req, napi_value streams[4], int *shared) {
   struct ks_opts o;
   napi_value claim;
   bool present;
@@ -250,11 +250,16 @@ bool ks_napi_box_request(napi_env env, struct ks_addon *addon, enum ks_napi_box_
   req->early_cap = -1;
   *shared = -1;
   streams[2] = NULL;
+  streams[3] = NULL;
   if (!ks_opts_begin(env, opts, fn, "opts", &o) || !ks__get_common(&o, addon, req, streams) ||
       !ks__get_init(&o, mode != KS_NAPI_START, req))
     return false;
-  if ((mode == KS_NAPI_START || mode == KS_NAPI_CLAIM) && !ks__get_feed(&o, req, &streams[2]))
+  if ((mode == KS_NAPI_START || mode == KS_NAPI_CLAIM) &&
+      (!ks__get_feed(&o, req, &streams[2]) ||
+       !ks_opt_function(&o, "onStarted", &streams[3], &req->want_started)))
     return false;
+  if (!req->want_started)
+    streams[3] = NULL;
   switch (mode) {
   case KS_NAPI_START:
     return true;

@@ -46,6 +46,12 @@ void ks__box_deadline(struct ks_sup *sup, struct ks_box *box, uint64_t at);
  * Runs after each turn's events and timers. */
 void ks__sweep(struct ks_sup *sup, uint64_t now);
 
+/* box-proc.c */
+
+/* The caller's signals for running calls (ks_sup_signal_call): each sent
+ * on its box's channel, its kill armed after the grace. */
+void ks__take_signals(struct ks_sup *sup, uint64_t now);
+
 /* box-claim.c */
 
 /* Watches the box's channel (ctl) for it. */

@@ -178,6 +178,7 @@ void ks__call_take_said(struct ks_box *box) {
   memcpy(box->res.started, said->started, sizeof box->res.started);
   box->res.nstarted = said->nstarted;
   box->res.taken = said->taken;
+  box->res.started_ns = said->started_ns;
   box->res.reported = said->reported;
   box->res.report_end = said->report_end;
   box->res.report_value = said->report_value;
@@ -505,7 +506,7 @@ void ks__kill_box(struct ks_sup *sup, struct ks_box *box, uint64_t now, bool tim
   ks__box_to(box, KS_BOX_KILLED);
   if (timeout)
     box->res.timed_out = true;
-  else
+  else if (!box->res.killed_by_caller)
     box->res.cancelled = true;
   ks__box_deadline(sup, box, now + KS__KILL_GRACE_NS);
   /* Group first, while kern (unreaped) still pins the group id. kern's
@@ -584,7 +585,7 @@ static void ks__box_due(void *ctx, struct ks_timer *t, uint64_t now) {
   if (box->state == KS_BOX_SETTLING)
     return;
   if (ks__box_alive(box))
-    ks__kill_box(sup, box, now, true);
+    ks__kill_box(sup, box, now, !box->caller_kill);
   else if (box->state == KS_BOX_KILLED)
     ks__abandon_kern(sup, box, now); /* its drain grace ends at once: finished below */
   if (box->state == KS_BOX_DRAINING && now >= box->deadline_ns)
@@ -600,6 +601,7 @@ void ks__sweep(struct ks_sup *sup, uint64_t now) {
 
   cancels = ks_keys_any(&sup->keys);
   ks_keys_take_drops(&sup->keys, ks__drop_parked, &drop);
+  ks__take_signals(sup, now);
 
   /* Deadlines are the timers' (ks__box_due, fired before this); what is
    * left is what no clock says: settles, cancels, drained boxes. */
