@@ -8,12 +8,12 @@ const fs = require("fs");
 const path = require("path");
 const { execFileSync } = require("child_process");
 const h = require("./lib/harness");
-const { Sandbox } = require("..");
+const { processFeatures } = require("./lib/adapters");
 const { createSandboxProvider } = require("../lib/ai");
 
 // Tree-dependent, not host-dependent, but not refused under KERN_SANDBOX_MUST_WORK=1
 // until the process API is merged: the lead turns these on with it.
-const NEEDS_SPAWN = "needs sbx.spawn (issue 33)";
+const NEEDS_PORTS = "needs published ports (the process API's `ports` option, issue 33)";
 
 describe("kern-sandbox/ai: the @ai-sdk/harness sandbox provider (issue 34)", function () {
   this.timeout(h.underSanitizer ? 120000 : 30000);
@@ -159,7 +159,7 @@ describe("kern-sandbox/ai: the @ai-sdk/harness sandbox provider (issue 34)", fun
     const s = await p.createSession({ sessionId: "ports" });
     try {
       await assert.rejects(s.getPortEndpoint({ port: 9999 }), { code: "ERR_SANDBOX_INVALID_ARG" });
-      if (typeof Sandbox.prototype.spawn !== "function")
+      if (!(await processFeatures()).ports)
         await assert.rejects(s.getPortUrl({ port: 8000 }), { code: "ERR_SANDBOX_NOT_SUPPORTED" });
     } finally {
       await s.destroy();
@@ -167,7 +167,7 @@ describe("kern-sandbox/ai: the @ai-sdk/harness sandbox provider (issue 34)", fun
   });
 
   it("getPortEndpoint: a spawned server's published port serves HTTP to the host", async function () {
-    if (typeof Sandbox.prototype.spawn !== "function") return h.skipHost(this, NEEDS_SPAWN);
+    if (!(await processFeatures()).ports) return h.skipHost(this, NEEDS_PORTS);
     const p = createSandboxProvider({ root, ports: [8000] });
     const s = await p.createSession({ sessionId: "http" });
     try {

@@ -184,8 +184,14 @@ describe("kern-sandbox/ai: the AI SDK sandbox session (issue 34)", function () {
     const w = p.stdin.getWriter();
     const reader = p.stdout.getReader();
     await w.write(new TextEncoder().encode("one\n"));
-    const { value } = await reader.read();
-    assert.strictEqual(Buffer.from(value).toString(), "got one\n", "answered before stdin closed");
+    // Output comes in chunks of any size: read until the answer is whole.
+    let first = "";
+    while (!first.endsWith("\n")) {
+      const { value, done } = await reader.read();
+      assert.ok(!done, `the stream ended early: ${JSON.stringify(first)}`);
+      first += Buffer.from(value).toString();
+    }
+    assert.strictEqual(first, "got one\n", "answered before stdin closed");
     await w.write(new TextEncoder().encode("two\n"));
     await w.close();
     let rest = "";

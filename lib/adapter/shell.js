@@ -24,9 +24,41 @@ function shellArgv(command, dir = null) {
   return ["sh", "-c", 'cd -- "$1" || exit 1; exec sh -c "$2"', "sh", dir, command];
 }
 
-/** Whether this Sandbox has the process API (spawn, terminals, ports). */
+/** Whether this Sandbox has the process API (sbx.spawn). */
 function hasSpawn(sbx) {
   return typeof sbx.spawn === "function";
+}
+
+const featureCache = new WeakMap();
+
+/** What this Sandbox's process API takes: { spawn, pty, ports }. The
+ * process API grows by options (issue 33: terminals and ports come after
+ * spawn), so each is asked of sbx.spawn itself, with a signal already
+ * aborted: an option it does not know is ERR_SANDBOX_INVALID_OPTION, one
+ * it knows rejects with the abort, and no box starts either way. */
+function features(sbx) {
+  let f = featureCache.get(sbx);
+  if (f === undefined) {
+    f = (async () => {
+      if (!hasSpawn(sbx)) return { spawn: false, pty: false, ports: false };
+      const [pty, ports] = await Promise.all([takes(sbx, { pty: true }), takes(sbx, { ports: [1] })]);
+      return { spawn: true, pty, ports };
+    })();
+    featureCache.set(sbx, f);
+  }
+  return f;
+}
+
+async function takes(sbx, extra) {
+  const ac = new AbortController();
+  ac.abort(new Error("kern-sandbox: a probe of spawn()'s options"));
+  try {
+    const p = await sbx.spawn(["true"], { ...extra, signal: ac.signal });
+    if (p && typeof p.kill === "function") p.kill("SIGKILL");
+    return true;
+  } catch (e) {
+    return !(e && e.code === "ERR_SANDBOX_INVALID_OPTION");
+  }
 }
 
 /** Runs one command to its end: sbx.run's result. */
@@ -60,10 +92,14 @@ class ShellProcess extends EventEmitter {
   static async start(sbx, command, opts = {}) {
     const p = new ShellProcess();
     const argv = shellArgv(command, commandDir(opts.workingDirectory));
+    // A terminal or ports this Sandbox cannot give are left out: the
+    // adapters say so where they are asked for (supportsPty, port lookups).
+    const f = await features(sbx);
+    const o = { ...opts, pty: f.pty ? opts.pty : undefined, ports: f.ports ? opts.ports : undefined };
     // Listeners first: output may come as soon as the box starts.
     if (opts.onStart) opts.onStart(p);
-    if (hasSpawn(sbx)) await p.#startSpawned(sbx, argv, opts);
-    else p.#startRun(sbx, argv, opts);
+    if (f.spawn) await p.#startSpawned(sbx, argv, o);
+    else p.#startRun(sbx, argv, o);
     return p;
   }
 
@@ -99,12 +135,6 @@ class ShellProcess extends EventEmitter {
   }
 
   #startRun(sbx, argv, opts) {
-    if (opts.pty)
-      throw sandboxError("ERR_SANDBOX_NOT_SUPPORTED", "a terminal (pty) needs sbx.spawn, the process API of issue 33, " +
-        "which this kern-sandbox does not have yet");
-    if (opts.ports && opts.ports.length > 0)
-      throw sandboxError("ERR_SANDBOX_NOT_SUPPORTED", "published ports need sbx.spawn, the process API of issue 33, " +
-        "which this kern-sandbox does not have yet");
     const ac = new AbortController();
     let killed = false;
     const outer = opts.signal;
@@ -206,4 +236,10 @@ class ShellProcess extends EventEmitter {
   }
 }
 
-module.exports = { shellArgv, runShell, hasSpawn, ShellProcess };
+/** The error for a port lookup where this Sandbox cannot publish ports. */
+function noPorts() {
+  return sandboxError("ERR_SANDBOX_NOT_SUPPORTED", "published ports need the process API's `ports` option " +
+    "(issue 33), which this kern-sandbox does not have yet");
+}
+
+module.exports = { shellArgv, runShell, hasSpawn, features, noPorts, ShellProcess };

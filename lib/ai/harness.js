@@ -15,7 +15,7 @@ const { sandboxError } = require("../errors");
 const { describe } = require("../options");
 const { SandboxRef } = require("../adapter/sandbox-ref");
 const { BOX_WORKSPACE } = require("../adapter/paths");
-const { hasSpawn } = require("../adapter/shell");
+const { features, noPorts } = require("../adapter/shell");
 const { sessionMembers, describeSandbox } = require("./session");
 
 /** The default root of session workspaces: $XDG_STATE_HOME/kern-sandbox/sessions
@@ -141,7 +141,7 @@ class ProviderSession {
       id,
       defaultWorkingDirectory: BOX_WORKSPACE,
       ports: Object.freeze([...o.ports]),
-      getPortEndpoint: async ({ port, protocol } = {}) => ({ url: this.#portUrl(port, protocol) }),
+      getPortEndpoint: async ({ port, protocol } = {}) => ({ url: await this.#portUrl(port, protocol) }),
       getPortUrl: async ({ port, protocol } = {}) => this.#portUrl(port, protocol),
       stop: () => this.#stop(),
       destroy: () => this.#destroy(),
@@ -164,13 +164,11 @@ class ProviderSession {
     return this.#ref.open(signal);
   }
 
-  #portUrl(port, protocol = "http") {
+  async #portUrl(port, protocol = "http") {
     if (!this.#o.ports.includes(port))
       throw sandboxError("ERR_SANDBOX_INVALID_ARG", `port ${port} is not one this provider publishes ` +
         `(createSandboxProvider({ ports: [${this.#o.ports.join(", ")}] }))`);
-    if (!hasSpawn(this.#ref.sandbox))
-      throw sandboxError("ERR_SANDBOX_NOT_SUPPORTED", "published ports need sbx.spawn, the process API of issue 33, " +
-        "which this kern-sandbox does not have yet");
+    if (!(await features(this.#ref.sandbox)).ports) throw noPorts();
     const procs = [...this.#live].reverse();
     const p = procs.find((q) => !q.exited && q.ports && q.ports[port]);
     if (!p)

@@ -5,7 +5,7 @@
 // yieldTimeMs passes; one still running gets a numeric session id, and
 // writeStdin feeds it (and polls it) later. Output is kept per process in
 // arrival order, stdout and stderr together, up to 1 MiB unread.
-const { ShellProcess, hasSpawn } = require("../adapter/shell");
+const { ShellProcess, hasSpawn, features } = require("../adapter/shell");
 
 const EXEC_YIELD_MS = 10000;
 const WRITE_STDIN_YIELD_MS = 250;
@@ -72,7 +72,7 @@ class ProcessTable {
   /** ports: box ports the process publishes (with sbx.spawn). */
   async exec(sbx, args, env, ports = []) {
     const start = Date.now();
-    const tty = args.tty === true && hasSpawn(sbx);
+    const tty = args.tty === true && (await features(sbx)).pty;
     let t = null;
     const proc = await ShellProcess.start(sbx, args.cmd, {
       workingDirectory: args.workdir, env, stdin: true, pty: tty ? { cols: 120, rows: 40 } : undefined,

@@ -9,7 +9,7 @@ const os = require("os");
 const path = require("path");
 const { sandboxError } = require("../errors");
 const { workspacePath } = require("../adapter/paths");
-const { hasSpawn } = require("../adapter/shell");
+const { features, noPorts } = require("../adapter/shell");
 const { readOrNull, writeBytes } = require("../adapter/files");
 const boxfs = require("../adapter/boxfs");
 const { ProcessTable } = require("./exec");
@@ -20,6 +20,7 @@ class KernAgentsSession {
   #sdk;
   #procs;
   #archiveLimits = null;
+  #pty = false; // whether this Sandbox's process API gives terminals (asked at start())
 
   /** state: the SDK's session state (manifest, environment, ...) plus
    * workspacePath, workspaceOwned and configuredExposedPorts; ref: the
@@ -43,6 +44,7 @@ class KernAgentsSession {
 
   async start() {
     const sbx = await this.#sbx();
+    this.#pty = (await features(sbx)).pty;
     if (this.state.workspacePath === undefined) this.state.workspacePath = null;
     if (!this.state.workspaceReady) {
       await materialize(sbx, this.state.manifest, this.#sdk);
@@ -59,8 +61,9 @@ class KernAgentsSession {
     this.#archiveLimits = limits ?? null;
   }
 
+  /** Whether exec({ tty: true }) gets a terminal: the process API's pty, when this kern-sandbox has it. */
   supportsPty() {
-    return hasSpawn(this.#ref.sandbox);
+    return this.#pty;
   }
 
   async exec(args) {
@@ -193,9 +196,7 @@ class KernAgentsSession {
     if (!configured.includes(p))
       throw sandboxError("ERR_SANDBOX_INVALID_ARG", `port ${p} is not exposed: ` +
         `new KernSandboxClient({ exposedPorts: [${p}] }) publishes it for every exec'd process`);
-    if (!hasSpawn(this.#ref.sandbox))
-      throw sandboxError("ERR_SANDBOX_NOT_SUPPORTED", "published ports need sbx.spawn, the process API of issue 33, " +
-        "which this kern-sandbox does not have yet");
+    if (!(await features(this.#ref.sandbox)).ports) throw noPorts();
     const t = this.#procs.publisherOf(p);
     if (!t) throw sandboxError("ERR_SANDBOX_INVALID_ARG", `no running process publishes port ${p}: start it with exec first`);
     const { host, port: hostPort } = t.proc.ports[p];

@@ -62,6 +62,9 @@ function standInSpawn(sbx) {
   const calls = [];
   let n = 0;
   sbx.spawn = async (argv, opts = {}) => {
+    // As the process API: a signal already aborted rejects at once, no box
+    // (the adapters' probe of the options, lib/adapter/shell.js features).
+    if (opts.signal && opts.signal.aborted) throw Object.assign(new Error("aborted"), { name: "AbortError" });
     calls.push({ argv, opts });
     const p = new EventEmitter();
     const ac = new AbortController();
@@ -96,3 +99,25 @@ function standInSpawn(sbx) {
 }
 
 module.exports.standInSpawn = standInSpawn;
+
+let featuresOnce = null;
+
+/** What this tree's process API gives ({ spawn, pty, ports }), asked as
+ * the adapters ask it (lib/adapter/shell.js features) of an open Sandbox. */
+function processFeatures() {
+  if (featuresOnce === null) {
+    featuresOnce = (async () => {
+      const { Sandbox } = require("../..");
+      const { features } = require("../../lib/adapter/shell");
+      const sbx = await new Sandbox({ prewarm: 0 }).open();
+      try {
+        return await features(sbx);
+      } finally {
+        await sbx.close();
+      }
+    })();
+  }
+  return featuresOnce;
+}
+
+module.exports.processFeatures = processFeatures;
