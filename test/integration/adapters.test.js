@@ -63,6 +63,20 @@ describe("integration: the framework adapters with a real kern (issue 34)", func
     }
   });
 
+  it("OpenAI Agents: exec and writeStdin talk to a process in a real box", async function () {
+    const { KernSandboxClient } = require("../../lib/openai-agents");
+    const s = await new KernSandboxClient().create();
+    try {
+      const live = await s.exec({ cmd: "python3 -u -c 'import sys\nfor l in sys.stdin: print(l.strip().upper(), flush=True)'",
+        yieldTimeMs: 1000 });
+      assert.strictEqual(typeof live.sessionId, "number", JSON.stringify(live));
+      assert.match(await s.writeStdin({ sessionId: live.sessionId, chars: "hello\n", yieldTimeMs: 1500 }), /HELLO/);
+      assert.match(await s.writeStdin({ sessionId: live.sessionId, chars: "\u0003", yieldTimeMs: 3000 }), /Process exited/);
+    } finally {
+      await s.delete();
+    }
+  });
+
   it("Mastra: executeCommand in a real box", async function () {
     const { KernWorkspaceSandbox } = require("../../lib/mastra");
     const s = new KernWorkspaceSandbox();
