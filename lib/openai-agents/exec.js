@@ -99,8 +99,10 @@ class ProcessTable {
     const start = Date.now();
     let chars = args.chars ?? "";
     if (!t.tty && chars.includes("\u0003")) {
-      // Ctrl-C without a terminal: SIGINT where the process API has signals, else the box is killed.
-      if (t.proc.proc) t.proc.proc.kill("SIGINT");
+      // Ctrl-C without a terminal: SIGINT where the process API has signals
+      // (with the longest grace, so that a REPL that handles it lives on, as
+      // after a Ctrl-C), else the box is killed.
+      if (t.proc.proc) t.proc.proc.kill("SIGINT", { graceS: 3600 });
       else t.proc.kill();
       chars = chars.split("\u0003").join("");
     }
