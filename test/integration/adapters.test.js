@@ -77,6 +77,41 @@ describe("integration: the framework adapters with a real kern (issue 34)", func
     }
   });
 
+  it("@ai-sdk/harness's HarnessAgent on the provider: bootstrap recipe, stop, resume by id, destroy", async function () {
+    // Not on the double: the harness passes box paths (/workspace/...) in
+    // env values, which only a real box resolves.
+    const { HarnessAgent } = await import("@ai-sdk/harness/agent");
+    const root = path.join(h.tmpDir("harness-agent-"), "sessions");
+    const provider = ai.createSandboxProvider({ root });
+    const seen = [];
+    const lifecycle = (sessionId) => ({ type: "resume-session", specificationVersion: "harness-v1", harnessId: "stub",
+      sessionId, data: {} });
+    // A stub harness: the bootstrap recipe and doStart are the framework's
+    // contract with a sandbox; its turns are not (they need a real agent CLI).
+    const harness = {
+      specificationVersion: "harness-v1", harnessId: "stub", builtinTools: {},
+      getBootstrap: async () => ({ harnessId: "stub", bootstrapDir: ".stub-bootstrap",
+        files: [{ path: ".stub-bootstrap/bridge.sh", content: "echo bridge ready\n" }],
+        commands: [{ command: "sh bridge.sh > ready.txt" }] }),
+      doStart: async (o) => {
+        const r = await o.sandboxSession.run({ command: 'cat .stub-bootstrap/ready.txt; test -d "$W" && echo workdir', env: { W: o.sessionWorkDir } });
+        seen.push([o.sessionWorkDir, o.resumeFrom != null, r.stdout]);
+        return { sessionId: o.sessionId, isResume: o.resumeFrom != null,
+          doPromptTurn: async () => { throw new Error("no turns"); }, doCompact: async () => {},
+          doContinueTurn: async () => { throw new Error("no turns"); },
+          doStop: async () => lifecycle(o.sessionId), doDetach: async () => lifecycle(o.sessionId), doDestroy: async () => {} };
+      },
+    };
+    const agent = new HarnessAgent({ harness, sandbox: provider, permissionMode: "allow-all" });
+    const first = await agent.createSession({ sessionId: "h1" });
+    const state = await first.stop();
+    const again = await agent.createSession({ sessionId: "h1", resumeFrom: state });
+    await again.destroy();
+    assert.deepStrictEqual(seen, [["/workspace/stub-h1", false, "bridge ready\nworkdir\n"],
+      ["/workspace/stub-h1", true, "bridge ready\nworkdir\n"]]);
+    assert.ok(!fs.existsSync(path.join(root, "h1")), "destroy() removed the workspace");
+  });
+
   it("Mastra: executeCommand in a real box", async function () {
     const { KernWorkspaceSandbox } = require("../../lib/mastra");
     const s = new KernWorkspaceSandbox();
