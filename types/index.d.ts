@@ -274,6 +274,7 @@ export class SandboxError extends Error {
  * - `ERR_SANDBOX_SNAPSHOT_REFUSED`: a snapshot or an archive to restore was refused (when no system code says why)
  * - `ERR_SANDBOX_PORT_UNAVAILABLE`: a published port could not be had: its host port was taken three times over (spawn with ports)
  * - `ERR_SANDBOX_PORT_NOT_READY`: no listener answered through a published port in time, or the process exited first (waitForPort)
+ * - `ERR_SANDBOX_MISSING_PEER`: a framework adapter needs an optional peer dependency that is not installed (the message names the npm install command)
  */
 export type SandboxErrorCode =
   | "ERR_SANDBOX_INVALID_OPTION"
@@ -291,7 +292,8 @@ export type SandboxErrorCode =
   | "ERR_SANDBOX_NOT_SUPPORTED"
   | "ERR_SANDBOX_SNAPSHOT_REFUSED"
   | "ERR_SANDBOX_PORT_UNAVAILABLE"
-  | "ERR_SANDBOX_PORT_NOT_READY";
+  | "ERR_SANDBOX_PORT_NOT_READY"
+  | "ERR_SANDBOX_MISSING_PEER";
 
 /**
  * Thrown (a {@link SandboxError} subclass) when a requested bind mount or workspace is judged
