@@ -30,6 +30,8 @@ const CODES = Object.freeze({
   ERR_SANDBOX_NOT_SUPPORTED: "not available here: snapshot without its opt-in, rollback on a shared " +
     "kernel, kernel() without the in-box init",
   ERR_SANDBOX_SNAPSHOT_REFUSED: "a snapshot or an archive to restore was refused (when no system code says why)",
+  ERR_SANDBOX_MISSING_PEER: "an integration's framework (an optional peer dependency) is not installed: the " +
+    "message names the npm install command",
 });
 
 /** A programmer or configuration error: a bad argument, a refused mount, no kern. */

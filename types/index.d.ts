@@ -284,7 +284,8 @@ export type SandboxErrorCode =
   | "ERR_SANDBOX_KERNEL_DEAD"
   | "ERR_SANDBOX_NO_CHECKPOINT"
   | "ERR_SANDBOX_NOT_SUPPORTED"
-  | "ERR_SANDBOX_SNAPSHOT_REFUSED";
+  | "ERR_SANDBOX_SNAPSHOT_REFUSED"
+  | "ERR_SANDBOX_MISSING_PEER";
 
 /**
  * Thrown (a {@link SandboxError} subclass) when a requested bind mount or workspace is judged
