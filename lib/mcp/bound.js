@@ -73,13 +73,19 @@ class Reply {
     return Math.max(0, Math.min(max, this.textLeft - 200));
   }
 
-  /** Adds text as it is, cut at the reply's cap with a marker. */
+  /** Adds text as it is, cut at the reply's cap with a marker; text right
+   * after text joins it (one item, a newline between), so that 10,000
+   * small results are one item, not 10,000. */
   text(s) {
+    const last = this.content[this.content.length - 1];
+    const joins = last !== undefined && last.type === "text";
+    if (joins) this.textLeft -= 1;
     const { head, tail, cut } = cutMiddle(forModel(s), this.room());
     const out = cut === 0 ? head : `${head}\n[... ${n(cut)} characters cut here: the reply's cap is ` +
       `${n(this.limits.replyChars)} ...]\n${tail}`;
     this.textLeft -= out.length;
-    this.content.push({ type: "text", text: out });
+    if (joins) last.text += `\n${out}`;
+    else this.content.push({ type: "text", text: out });
   }
 
   /** Adds an image, or notes why it was left out. */
@@ -99,10 +105,11 @@ class Reply {
   /** The tool result. */
   finish() {
     if (this.imagesDropped.length > 0) {
-      const shown = this.imagesDropped.slice(0, 5).join("; ");
-      const more = this.imagesDropped.length > 5 ? `; and ${n(this.imagesDropped.length - 5)} more` : "";
-      this.content.push({ type: "text", text: `[${n(this.imagesDropped.length)} image(s) left out: ${shown}${more}. ` +
-        "Save a figure with savefig() to a smaller file, or fewer at a time, and read_file it.]" });
+      const shown = this.imagesDropped.slice(0, 3).join("; ");
+      const more = this.imagesDropped.length > 3 ? `; and ${n(this.imagesDropped.length - 3)} more` : "";
+      // Within the room text() keeps for its notes.
+      this.content.push({ type: "text", text: `[${n(this.imagesDropped.length)} image(s) left out: ${shown}${more}. `.slice(0, 150) +
+        "Save fewer or smaller figures (savefig) and read_file them.]" });
     }
     if (this.content.length === 0) this.content.push({ type: "text", text: "(no output)" });
     return this.isError ? { content: this.content, isError: true } : { content: this.content };

@@ -56,7 +56,7 @@ function addResults(reply, results) {
     else if (x.jpeg) reply.image(x.jpeg, "image/jpeg", `result ${i + 1} (JPEG)`);
     else {
       const text = x.markdown ?? x.text ?? x.json ?? "";
-      if (reply.room() < 300) {
+      if (reply.room() < 100) {
         left = results.length - i;
         break;
       }
