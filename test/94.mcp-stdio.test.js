@@ -159,6 +159,19 @@ describe("MCP server: stdio, lifecycle and the CLI (issue 34)", function () {
     assert.match(JSON.parse(called.stdout).content[0].text, /stdout ---\n42\n/);
   });
 
+  it("examples/mcp/client.js runs as it is; the configurations beside it name the server", function () {
+    const r = spawnSync(process.execPath, [path.join(h.repo, "examples/mcp/client.js")], { encoding: "utf8", timeout: 30000 });
+    assert.strictEqual(r.status, 0, r.stderr);
+    assert.match(r.stdout, /^tools: run_code, run_command, write_file, read_file, list_files, start_process/m);
+    assert.match(r.stdout, /--- result 1 ---\n6$/m);
+    assert.match(r.stdout, /^isError: true - ZeroDivisionError: division by zero$/m);
+    const args = ["-y", "-p", "kern-sandbox", "-p", "@modelcontextprotocol/sdk", "kern-sandbox", "mcp"];
+    const desktop = JSON.parse(fs.readFileSync(path.join(h.repo, "examples/mcp/claude_desktop_config.json"), "utf8"));
+    assert.deepStrictEqual(desktop.mcpServers["kern-sandbox"].args, args);
+    const vscode = JSON.parse(fs.readFileSync(path.join(h.repo, "examples/mcp/vscode-mcp.json"), "utf8"));
+    assert.deepStrictEqual(vscode.servers["kern-sandbox"].args, [...args, "--kernel"]);
+  });
+
   it("without the SDK: a SandboxError ERR_SANDBOX_MISSING_PEER naming the install command; " +
     "requiring the subpath (or the package) loads nothing from node_modules", function () {
     const script = `
