@@ -60,6 +60,30 @@ describe("MCP server: stdio, lifecycle and the CLI (issue 34)", function () {
       }
     });
 
+  it("1,000 requests pipelined in one write each get their reply", async function () {
+    const s = raw();
+    try {
+      await s.init();
+      let batch = "";
+      for (let i = 0; i < 1000; i++) {
+        batch += `${JSON.stringify(i % 100 === 0
+          ? { jsonrpc: "2.0", id: i, method: "tools/call", params: { name: "run_code", arguments: { code: `print(${i})` } } }
+          : { jsonrpc: "2.0", id: i, method: i % 2 ? "ping" : "tools/list" })}\n`;
+      }
+      s.send(batch);
+      await s.next((m) => m.id === 999);
+      assert.ok(await h.waitFor(() => s.lines.length >= 1001, 20000), `${s.lines.length} replies`);
+      const ids = new Set(s.lines.map((l) => JSON.parse(l).id));
+      for (let i = 0; i < 1000; i++) assert.ok(ids.has(i), `reply ${i}`);
+      const r = await s.next((m) => m.id === 300);
+      assert.match(r.result.content[0].text, /stdout ---\n300\n/);
+      s.end();
+      assert.deepStrictEqual(await s.exit, { code: 0, signal: null });
+    } finally {
+      s.child.kill("SIGKILL");
+    }
+  });
+
   for (const how of ["stdin EOF", "SIGTERM"]) {
     it(`${how} ends the server with a box running: no box and no temporary workspace left; ` +
       "warnings went to stderr", async function () {

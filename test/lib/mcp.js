@@ -37,6 +37,7 @@ function raw(args = [], env = {}) {
   const child = spawn(process.execPath, [BIN, "mcp", ...args], { env: { ...process.env, ...env },
     stdio: ["pipe", "pipe", "pipe"] });
   const lines = [];
+  const parsed = []; // lines, parsed once each
   const waiters = [];
   let buf = "";
   let stderr = "";
@@ -50,16 +51,17 @@ function raw(args = [], env = {}) {
       const line = buf.slice(0, nl);
       buf = buf.slice(nl + 1);
       lines.push(line);
-      for (const w of [...waiters]) w();
+      parsed.push(JSON.parse(line));
+      for (const w of [...waiters]) w(parsed.length - 1);
     }
   });
   const exit = new Promise((resolve) => child.on("exit", (code, signal) => resolve({ code, signal })));
   const send = (m) => child.stdin.write(typeof m === "string" ? m : `${JSON.stringify(m)}\n`);
   /** The first stdout message (parsed) from index `from` on that pred accepts. */
   const next = (pred, ms = 20000) => new Promise((resolve, reject) => {
-    const check = () => {
-      for (const line of lines) {
-        const m = JSON.parse(line);
+    const check = (from = 0) => {
+      for (let i = from; i < parsed.length; i++) {
+        const m = parsed[i];
         if (pred(m)) {
           waiters.splice(waiters.indexOf(check), 1);
           clearTimeout(timer);
