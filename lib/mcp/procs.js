@@ -91,7 +91,8 @@ class ProcessTable {
     const live = [...this.entries.values()].filter((e) => e.exit === null).length;
     if (live >= MAX_LIVE) return errorResult(`${live} processes are running, the most this server keeps; stop_process one first`);
     const ports = args.ports ?? [];
-    const proc = await sbx.spawn(["sh", "-c", args.command], { stdin: true, timeoutS: null, ports });
+    // ports only when asked for: a process API without published ports refuses the option.
+    const proc = await sbx.spawn(["sh", "-c", args.command], { stdin: true, timeoutS: null, ...(ports.length ? { ports } : {}) });
     const id = `p${++this.seq}`;
     const entry = { id, command: args.command, proc, log: new OutputLog(), exit: null, ports };
     this.entries.set(id, entry);
@@ -112,11 +113,11 @@ class ProcessTable {
       let state = "";
       try {
         await proc.waitForPort(port, { timeoutS: PORT_WAIT_S });
-        state = "listening";
+        state = " (listening)";
       } catch {
-        state = `not listening yet after ${PORT_WAIT_S} s`;
+        state = ` (not listening yet after ${PORT_WAIT_S} s)`;
       }
-      lines.push(`port ${port}: ${pub ? pub.url : "(not published)"} (${state})`);
+      lines.push(`port ${port}: ${pub ? `${pub.url}${state}` : "not published: this kern-sandbox cannot publish ports"}`);
     }
     lines.push(`read its output with process_output (id "${id}")`);
     return { content: [{ type: "text", text: lines.join("\n") }] };
