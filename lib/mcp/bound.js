@@ -39,18 +39,21 @@ function forModel(text) {
   return typeof s.toWellFormed === "function" ? s.toWellFormed() : s;
 }
 
-/** An index moved off the middle of a surrogate pair. */
-function safeIndex(s, i) {
+/** True when index i of s falls between the halves of a surrogate pair. */
+function splitsPair(s, i) {
   const c = s.charCodeAt(i - 1);
-  return i > 0 && i < s.length && c >= 0xd800 && c <= 0xdbff ? i - 1 : i;
+  return i > 0 && i < s.length && c >= 0xd800 && c <= 0xdbff;
 }
 
 /** text within max characters: its head and its tail with the middle cut,
- * and how many characters were cut (0 when it fits). */
+ * and how many characters were cut (0 when it fits). A cut never splits a
+ * character: the head ends before a pair, the tail starts after one. */
 function cutMiddle(text, max) {
   if (text.length <= max) return { head: text, tail: "", cut: 0 };
-  const headLen = safeIndex(text, Math.floor(max * 0.7));
-  const tailStart = safeIndex(text, text.length - (max - headLen));
+  let headLen = Math.floor(max * 0.7);
+  if (splitsPair(text, headLen)) headLen--;
+  let tailStart = text.length - (max - headLen);
+  if (splitsPair(text, tailStart)) tailStart++;
   return { head: text.slice(0, headLen), tail: text.slice(tailStart), cut: tailStart - headLen };
 }
 
@@ -70,7 +73,7 @@ class Reply {
 
   /** Room left for text, keeping some for the notes that may follow. */
   room(max = Infinity) {
-    return Math.max(0, Math.min(max, this.textLeft - 200));
+    return Math.max(0, Math.min(max, this.textLeft - 400));
   }
 
   /** Adds text as it is, cut at the reply's cap with a marker; text right
@@ -107,8 +110,8 @@ class Reply {
     if (this.imagesDropped.length > 0) {
       const shown = this.imagesDropped.slice(0, 3).join("; ");
       const more = this.imagesDropped.length > 3 ? `; and ${n(this.imagesDropped.length - 3)} more` : "";
-      // Within the room text() keeps for its notes.
-      this.content.push({ type: "text", text: `[${n(this.imagesDropped.length)} image(s) left out: ${shown}${more}. `.slice(0, 150) +
+      // Within the room text() keeps for its notes: three reasons at most, each short.
+      this.content.push({ type: "text", text: `[${n(this.imagesDropped.length)} image(s) left out: ${shown}${more}. ` +
         "Save fewer or smaller figures (savefig) and read_file them.]" });
     }
     if (this.content.length === 0) this.content.push({ type: "text", text: "(no output)" });

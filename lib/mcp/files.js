@@ -83,9 +83,18 @@ async function readFileTool(sbx, args, limits) {
     return { content: [{ type: "resource", resource: { uri: `file:///workspace/${encodeURI(p.rel)}`,
       mimeType: "application/octet-stream", blob: buf.toString("base64") } }] };
   }
-  const offset = args.offset ?? 0;
-  const page = forModel(text.slice(offset, offset + reply.room(limits.replyChars)));
-  const end = offset + page.length;
+  const offset = Math.min(args.offset ?? 0, text.length);
+  // The page's end in the file's own characters (forModel may lengthen
+  // what it shows), never inside a surrogate pair.
+  const room = reply.room(limits.replyChars) - 100;
+  let end = Math.min(text.length, offset + room);
+  let page;
+  for (;;) {
+    if (end < text.length && end > offset && /[\ud800-\udbff]/.test(text[end - 1])) end--;
+    page = forModel(text.slice(offset, end));
+    if (page.length <= room || end <= offset + 1) break;
+    end = offset + Math.floor((end - offset) * (room / page.length) * 0.95);
+  }
   if (offset === 0 && end >= text.length) {
     reply.text(text);
     return reply.finish();
