@@ -9,7 +9,7 @@
 const assert = require("assert");
 const crypto = require("crypto");
 const h = require("../lib/harness");
-const { realKern, why } = require("../lib/realkern");
+const { realKern, why, haveImage } = require("../lib/realkern");
 const { connect, textOf } = require("../lib/mcp");
 
 const FAKE_PYPLOT = `
@@ -55,6 +55,28 @@ describe("MCP server with a real kern (issue 34)", function () {
       assert.strictEqual(bad.isError, true);
       assert.match(textOf(bad), /ZeroDivisionError/);
     });
+
+  it("a real matplotlib chart comes back as image/png content (image python-mpl:local)", async function () {
+    if (!haveImage("python-mpl:local"))
+      return h.skipHost(this, "kern has no python-mpl:local image (test/integration/make-mpl-image.sh makes it)");
+    const mpl = await connect(["--image", "python-mpl:local", "--prewarm", "0"], { KERN_BIN: realKern });
+    try {
+      const t0 = Date.now();
+      const r = await mpl.client.callTool({ name: "run_code", arguments: { code:
+        "import matplotlib\nmatplotlib.use('Agg')\nimport matplotlib.pyplot as plt\n" +
+        "plt.plot([1, 4, 9, 16])\nplt.title('squares')\nprint('plotted')" } });
+      h.note(`matplotlib chart: ${Date.now() - t0} ms`);
+      assert.strictEqual(r.isError, undefined, textOf(r));
+      assert.match(textOf(r), /stdout ---\nplotted\n/);
+      const img = r.content.find((x) => x.type === "image");
+      assert.strictEqual(img.mimeType, "image/png");
+      const png = Buffer.from(img.data, "base64");
+      assert.strictEqual(png.readUInt32BE(0), 0x89504e47);
+      assert.ok(png.length > 5000, `${png.length} bytes`);
+    } finally {
+      await mpl.client.close();
+    }
+  });
 
   it("a 100 MB flood comes back bounded, its cut marked, the kept output saved", async function () {
     const t0 = Date.now();
