@@ -2,9 +2,10 @@
 
 // Issue 34 item 1 with a real kern: the SDK's Client over stdio to
 // `kern-sandbox mcp`. run_code's stdout, a figure as image/png (a stand-in
-// matplotlib.pyplot in the workspace: the local images have no matplotlib
-// and PyPI is out of reach here; the capture path is the package's own), a
-// fault as isError, a 100 MB flood bounded with its cut marked, a cancelled
+// matplotlib.pyplot in the workspace on python:3.12-slim, which has no
+// matplotlib; a real matplotlib chart on python-mpl:local, an image of
+// Debian's python3-matplotlib that make-mpl-image.sh builds), a fault as
+// isError, a 100 MB flood bounded with its cut marked, a cancelled
 // request and stdin EOF leaving no box.
 const assert = require("assert");
 const crypto = require("crypto");
