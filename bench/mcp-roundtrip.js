@@ -4,7 +4,8 @@
 // the SDK's Client over stdio to `kern-sandbox mcp` (prewarm 1), calling
 // run_code("print(1)") one call at a time, and a prewarmed Sandbox in this
 // process calling runCode("print(1)"), interleaved in rounds so that both
-// see the same phase of the host. Calls are spaced so the pool refills.
+// see the same phase of the host, and an MCP ping, the protocol's own round
+// trip with nothing run. Calls are spaced so the pool refills.
 //   KERN_BIN=/root/kern-bin/kern node bench/mcp-roundtrip.js [calls=200] [gapMs=50]
 const path = require("path");
 const { performance } = require("perf_hooks");
@@ -29,6 +30,7 @@ async function main() {
   const sbx = await new Sandbox({ prewarm: 1, trackFiles: false }).open();
   const mcp = [];
   const direct = [];
+  const ping = []; // the protocol's floor: a round trip that runs nothing
   try {
     for (let i = 0; i < 10; i++) { // warm-up: both pools, the boot's bytecode
       await client.callTool({ name: "run_code", arguments: { code: "print(1)" } });
@@ -46,6 +48,10 @@ async function main() {
       direct.push(performance.now() - t0);
       if (!d.success) throw new Error(d.stderr);
       await sleep(gapMs);
+      t0 = performance.now();
+      await client.ping();
+      ping.push(performance.now() - t0);
+      await sleep(gapMs);
     }
   } finally {
     await sbx.close();
@@ -56,6 +62,7 @@ async function main() {
   console.log(`${calls} calls each, ${gapMs} ms apart, interleaved; kern ${process.env.KERN_BIN || "(PATH)"}`);
   console.log(row("MCP run_code", mcp));
   console.log(row("direct runCode", direct));
+  console.log(row("MCP ping (no box)", ping));
   console.log(`p50 difference: ${(q(mcp, 0.5) - q(direct, 0.5)).toFixed(3)} ms`);
 }
 
