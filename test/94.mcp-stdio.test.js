@@ -84,6 +84,19 @@ describe("MCP server: stdio, lifecycle and the CLI (issue 34)", function () {
     }
   });
 
+  it("a 10 MB run_code is run; its reply is bounded", async function () {
+    const c = await connect();
+    try {
+      const code = `# ${"x".repeat(10 * 1024 * 1024)}\nprint('big code ran')`;
+      const r = await c.client.callTool({ name: "run_code", arguments: { code } });
+      assert.match(textOf(r), /stdout ---\nbig code ran\n/);
+      const echo = await c.client.callTool({ name: "run_code", arguments: { code: `s = '${"y".repeat(10 * 1024 * 1024)}'\ns` } });
+      assert.ok(textOf(echo).length <= 64000);
+    } finally {
+      await c.client.close();
+    }
+  });
+
   for (const how of ["stdin EOF", "SIGTERM"]) {
     it(`${how} ends the server with a box running: no box and no temporary workspace left; ` +
       "warnings went to stderr", async function () {
@@ -159,6 +172,14 @@ describe("MCP server: stdio, lifecycle and the CLI (issue 34)", function () {
         assert.match(textOf(await call("len(rows)")), /--- result 1 ---\n3$/);
         assert.match(textOf(await c.client.callTool({ name: "run_code", arguments: { code: "echo $0", language: "bash" } })),
           /stdout ---\nsh\n/);
+        // A cancelled cell is killed; the state from before it stands.
+        const ac = new AbortController();
+        const slow = c.client.callTool({ name: "run_code", arguments: { code: "rows.append(4)\nimport time\ntime.sleep(30)" } },
+          undefined, { signal: ac.signal });
+        await h.sleep(300);
+        ac.abort();
+        await assert.rejects(slow, /abort/i);
+        assert.match(textOf(await call("len(rows)")), /--- result 1 ---\n3$/);
       } finally {
         await c.client.close();
       }
@@ -207,6 +228,7 @@ describe("MCP server: stdio, lifecycle and the CLI (issue 34)", function () {
         }
         return orig.call(this, req, ...rest);
       };
+      require(${JSON.stringify(h.repo)});
       const mcp = require(${JSON.stringify(path.join(h.repo, "lib/mcp"))});
       const loaded = Object.keys(require.cache).filter((f) => f.includes("node_modules"));
       try { mcp.createMcpServer(); } catch (e) { console.log(JSON.stringify({ name: e.name, code: e.code, message: e.message, loaded })); }

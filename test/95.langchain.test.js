@@ -47,6 +47,21 @@ describe("LangChain: codeInterpreterTool (issue 34)", function () {
     await bare.close();
   });
 
+  it("a signal in the run's config aborts the call and kills its box", async function () {
+    const t = codeInterpreterTool({ prewarm: 0 });
+    try {
+      const marker = `lc-${Date.now()}`;
+      const ac = new AbortController();
+      const p = t.invoke({ code: `echo ${marker} >/dev/null; sleep 30`, language: "bash" }, { signal: ac.signal });
+      assert.ok(await h.waitFor(() => h.processesWith(marker).length > 0, 10000), "the box started");
+      ac.abort();
+      await assert.rejects(p, /abort/i);
+      assert.ok(await h.waitFor(() => h.processesWith(marker).length === 0, 5000), "the box is gone");
+    } finally {
+      await t.close();
+    }
+  });
+
   it("without @langchain/core: ERR_SANDBOX_MISSING_PEER naming the install command", function () {
     const script = `
       const Module = require("module");
