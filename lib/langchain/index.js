@@ -62,7 +62,7 @@ function codeInterpreterTool(sandbox, opts = {}) {
     await ready();
     const signal = config && config.signal ? config.signal : undefined;
     const r = await sbx.runCode(input.code, { language: input.language ?? "python", ...(signal ? { signal } : {}) });
-    const reply = await renderRun(r, { limits, save: save(++seq), timeoutS: sbx.timeoutS, maxOutputBytes: sbx.maxOutputBytes });
+    const reply = await renderRun(r, { limits, save: save(seq++ % 16), timeoutS: sbx.timeoutS, maxOutputBytes: sbx.maxOutputBytes });
     const text = reply.content.filter((c) => c.type === "text").map((c) => c.text).join("\n");
     const images = reply.content.filter((c) => c.type === "image").map(({ mimeType, data }) => ({ mimeType, data }));
     return [text, { result: r, images, isError: reply.isError === true }];

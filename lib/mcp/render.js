@@ -42,7 +42,8 @@ async function streamBlock(reply, name, raw, save) {
   if (cut === 0) return `--- ${name} ---\n${head}`;
   const saved = await save(name, raw);
   const where = saved === null ? "the whole output could not be saved"
-    : `the whole ${name} is in the workspace file ${saved} (read_file it with offset to page through)`;
+    : `the whole ${name} is in the workspace file ${saved} (read_file it with offset to page through; it is ` +
+      "replaced after 16 more saved outputs)";
   return `--- ${name} ---\n${head}\n[... ${n(cut)} characters of ${name} cut here (${n(clean.length)} in all); ` +
     `${where} ...]\n${tail}`;
 }

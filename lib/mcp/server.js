@@ -16,6 +16,9 @@ const { writeFileTool, readFileTool, listFilesTool } = require("./files");
 const { ProcessTable } = require("./procs");
 
 const OUTPUT_DIR = ".mcp-output";
+// Saved outputs go to this many slots in turn, each overwritten when its
+// turn comes again: a model that floods in a loop cannot fill the disk.
+const OUTPUT_SLOTS = 16;
 
 // Defaults that suit a server for a model: matplotlib needs a writable
 // config dir in a read-only image, and no tool reports result.files.
@@ -129,9 +132,9 @@ class KernMcpServer {
   }
 
   #save(name) {
-    const seq = ++this.#seq;
+    const slot = this.#seq++ % OUTPUT_SLOTS;
     return async (stream, text) => {
-      const rel = `${OUTPUT_DIR}/${seq}-${name}-${stream}.txt`;
+      const rel = `${OUTPUT_DIR}/${slot}-${stream}.txt`;
       try {
         await (await this.sandbox()).writeFile(rel, text);
         return `/workspace/${rel}`;
@@ -211,4 +214,4 @@ function createMcpServer(options) {
   return new KernMcpServer(options);
 }
 
-module.exports = { createMcpServer, KernMcpServer, OUTPUT_DIR };
+module.exports = { createMcpServer, KernMcpServer, OUTPUT_DIR, OUTPUT_SLOTS };
