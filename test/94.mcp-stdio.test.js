@@ -64,6 +64,24 @@ describe("MCP server: stdio, lifecycle and the CLI (issue 34)", function () {
       }
     });
 
+  it("negotiates each protocol revision the SDK supports; an unknown one gets the latest", async function () {
+    const { SUPPORTED_PROTOCOL_VERSIONS, LATEST_PROTOCOL_VERSION } = require("@modelcontextprotocol/sdk/types.js");
+    for (const asked of [...SUPPORTED_PROTOCOL_VERSIONS, "1999-01-01"]) {
+      const s = raw();
+      try {
+        s.send({ jsonrpc: "2.0", id: 1, method: "initialize",
+          params: { protocolVersion: asked, capabilities: {}, clientInfo: { name: "raw", version: "0" } } });
+        const r = await s.next((m) => m.id === 1);
+        assert.strictEqual(r.result.protocolVersion, asked === "1999-01-01" ? LATEST_PROTOCOL_VERSION : asked);
+        assert.deepStrictEqual(r.result.capabilities, { tools: {} });
+        s.end();
+        assert.deepStrictEqual(await s.exit, { code: 0, signal: null });
+      } finally {
+        s.child.kill("SIGKILL");
+      }
+    }
+  });
+
   it("1,000 requests pipelined in one write each get their reply", async function () {
     const s = raw();
     try {
