@@ -274,7 +274,7 @@ export class SandboxError extends Error {
  * - `ERR_SANDBOX_SNAPSHOT_REFUSED`: a snapshot or an archive to restore was refused (when no system code says why)
  * - `ERR_SANDBOX_PORT_UNAVAILABLE`: a published port could not be had: its host port was taken three times over (spawn with ports)
  * - `ERR_SANDBOX_PORT_NOT_READY`: no listener answered through a published port in time, or the process exited first (waitForPort)
- * - `ERR_SANDBOX_MISSING_PEER`: a framework adapter needs an optional peer dependency that is not installed (the message names the npm install command)
+ * - `ERR_SANDBOX_MISSING_PEER`: an integration's framework (an optional peer dependency) is not installed: the message names the npm install command
  */
 export type SandboxErrorCode =
   | "ERR_SANDBOX_INVALID_OPTION"
