@@ -20,7 +20,7 @@ function requirePeer(id, { pkg = packageOf(id), what = "this adapter", install =
   } catch (e) {
     if (!isMissing(e, id)) throw e;
     const cmd = Array.isArray(install) ? install.join(" ") : install;
-    throw sandboxError("ERR_SANDBOX_MISSING_PEER", `${what} needs ${JSON.stringify(pkg)}, an optional peer ` +
+    throw sandboxError("ERR_SANDBOX_MISSING_PEER", `${what} needs ${pkg}, an optional peer ` +
       `dependency of kern-sandbox that is not installed: run \`npm install ${cmd}\``, { cause: e });
   }
 }
