@@ -758,7 +758,7 @@ async function idleLoop() {
     `Node ${process.version}${QUICK ? ", quick" : ""}`);
   const idle = await idleLoop();
   loop.enable();
-  const processes = () => processFigures({ Sandbox, h, row, median, quick: QUICK });
+  const processes = () => processFigures({ Sandbox, h, row, median, quick: QUICK, loop });
   const figures = { perCallOverhead, bigWorkspaceOverhead, concurrency, timeoutPrecision, flood,
     snapshots, oneShot, closeCost, prewarmed, kernel, processes, flood10g };
   const onRequest = ["flood10g"];
