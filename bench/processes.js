@@ -76,7 +76,7 @@ async function hostBulk(bytes) {
 
 async function boxBulk(s, bytes) {
   const t0 = process.hrtime.bigint();
-  const p = await s.spawn(["head", "-c", String(bytes), "/dev/zero"], { stdin: false });
+  const p = await s.spawn(["head", "-c", String(bytes), "/dev/zero"], { stdin: false, keepBytes: 16 << 20 });
   const got = await drain(p.stdout);
   await p.wait();
   if (got + p.droppedBytes.stdout !== bytes) throw new Error(`box head: ${got} + ${p.droppedBytes.stdout}`);
