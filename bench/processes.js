@@ -17,8 +17,12 @@ const net = require("net");
 
 // An HTTP/1.1 server (keep-alive), the same program in the box and on the
 // host: Python's http.server serving the current directory.
+// One write per response and no Nagle: otherwise a kept-alive connection
+// waits out the peer's delayed ACK (40 ms) on both sides alike.
 const SERVER = "import http.server as h, sys\n" +
   "h.SimpleHTTPRequestHandler.protocol_version = 'HTTP/1.1'\n" +
+  "h.SimpleHTTPRequestHandler.wbufsize = -1\n" +
+  "h.SimpleHTTPRequestHandler.disable_nagle_algorithm = True\n" +
   "h.SimpleHTTPRequestHandler.log_message = lambda *a: None\n" +
   "h.ThreadingHTTPServer(('127.0.0.1', int(sys.argv[1])), h.SimpleHTTPRequestHandler).serve_forever()\n";
 
@@ -76,7 +80,7 @@ async function hostBulk(bytes) {
 
 async function boxBulk(s, bytes) {
   const t0 = process.hrtime.bigint();
-  const p = await s.spawn(["head", "-c", String(bytes), "/dev/zero"], { stdin: false, keepBytes: 16 << 20 });
+  const p = await s.spawn(["head", "-c", String(bytes), "/dev/zero"], { stdin: false, keepBytes: 4 << 20 });
   const got = await drain(p.stdout);
   await p.wait();
   if (got + p.droppedBytes.stdout !== bytes) throw new Error(`box head: ${got} + ${p.droppedBytes.stdout}`);
