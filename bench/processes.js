@@ -168,7 +168,7 @@ async function httpRows(s, { h, row, median, quick, loop }) {
 async function processes({ Sandbox, h, row, median, quick, loop }) {
   // The host baselines spawn with child_process, which forks this process:
   // not this package's time, so the loop monitor is off meanwhile.
-  const host = async (fn) => {
+  const unmonitored = async (fn) => {
     loop?.disable();
     try {
       return await fn();
@@ -200,7 +200,7 @@ async function processes({ Sandbox, h, row, median, quick, loop }) {
       `p50 ${median(spawns).toFixed(2)} ms`, "p50 <= 2 ms", median(spawns) <= 2);
 
     const trips = quick ? 200 : 1000;
-    const hostTrips = await host(() => hostCat(trips));
+    const hostTrips = await unmonitored(() => hostCat(trips));
     await h.poolReady(s);
     const cat = await s.spawn(["cat"], { timeoutS: null });
     const box = await lineTrips(cat.stdin, cat.stdout, trips);
@@ -218,8 +218,8 @@ async function processes({ Sandbox, h, row, median, quick, loop }) {
     // fast as it goes): the loop monitor is off for this row, whose figure
     // is the throughput itself.
     for (let r = 0; r < 3; r++) {
-      hostMs.push(await host(() => hostBulk(bytes)));
-      boxMs.push(await host(() => boxBulk(s, bytes)));
+      hostMs.push(await unmonitored(() => hostBulk(bytes)));
+      boxMs.push(await unmonitored(() => boxBulk(s, bytes)));
     }
     const mib = bytes / 1048576;
     const hostRate = mib / (median(hostMs) / 1000);
