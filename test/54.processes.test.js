@@ -496,3 +496,46 @@ describe("processes: published ports (issue 33 item 4; SECURITY-CASES F4, double
     }
   });
 });
+
+describe("processes: Node's death, process.exit() and a terminated Worker (F5, double)", function () {
+  this.timeout(60000);
+  const path = require("path");
+  const { spawn } = require("child_process");
+  const portsLib = require("../lib/ports");
+  before(function () {
+    if (!h.have("python3")) return h.skipHost(this, "no python3 on this host for the double to run");
+  });
+
+  /** Runs the fixture in MODE with three services; once it said so (and, for
+   * kill, is SIGKILLed), waits 2 s for its boxes, kern, forwarders and
+   * their workers (all carry the workspace in their argv or cwd) to go. */
+  async function leaves(mode) {
+    const ws = h.tmpDir(`pdeath-${mode}-`);
+    const ports = (await portsLib.pickPorts([1, 2, 3], "127.0.0.1")).map((m) => String(m.host));
+    const child = spawn(process.execPath, [path.join(h.repo, "test/fixtures/scripts/process-death.js"),
+      mode, h.repo, ws, ...ports], { stdio: ["ignore", "pipe", "inherit"] });
+    const exited = h.exitOf(child);
+    const said = await h.firstOutput(child, exited);
+    const mine = () => h.processes().filter((p) => p.state !== "Z" && p.pid !== child.pid &&
+      p.argv.includes(ws)).map((p) => p.pid).concat(h.processesIn(ws).filter((pid) => pid !== child.pid));
+    if (mode === "kill") {
+      assert.ok(mine().length >= 6, `positive control: the services run (${said})`);
+      child.kill("SIGKILL");
+    }
+    if (mode === "worker") assert.match(String(said), /terminated/);
+    const gone = await h.waitFor(() => mine().length === 0, 2000);
+    child.kill("SIGKILL");
+    await exited;
+    assert.ok(gone, `left behind 2 s later: ${mine()}`);
+  }
+
+  it("a SIGKILLed Node with services and kept-alive connections leaves nothing 2 s later", async function () {
+    await leaves("kill");
+  });
+  it("process.exit() with services running leaves nothing", async function () {
+    await leaves("exit");
+  });
+  it("a terminated Worker's services end with it", async function () {
+    await leaves("worker");
+  });
+});
