@@ -38,6 +38,7 @@ const init = require("../lib/init");
 const { ENGINE } = require("../lib/internal");
 const { watchClosesSettled } = require("../lib/census");
 const { processes: processFigures } = require("./processes");
+const { integrations: integrationFigures } = require("./integrations");
 
 const median = (xs) => {
   const s = [...xs].sort((a, b) => a - b);
@@ -759,8 +760,9 @@ async function idleLoop() {
   const idle = await idleLoop();
   loop.enable();
   const processes = () => processFigures({ Sandbox, h, row, median, quick: QUICK, loop });
+  const integrations = () => integrationFigures({ Sandbox, h, row, median, quick: QUICK, loop });
   const figures = { perCallOverhead, bigWorkspaceOverhead, concurrency, timeoutPrecision, flood,
-    snapshots, oneShot, closeCost, prewarmed, kernel, processes, flood10g };
+    snapshots, oneShot, closeCost, prewarmed, kernel, processes, integrations, flood10g };
   const onRequest = ["flood10g"];
   // `node bench/run.js only=flood,snapshots` measures a subset (when chasing one figure).
   const only = (process.argv.find((a) => a.startsWith("only=")) || "").slice(5).split(",")
