@@ -30,6 +30,13 @@ const CODES = Object.freeze({
   ERR_SANDBOX_NOT_SUPPORTED: "not available here: snapshot without its opt-in, rollback on a shared " +
     "kernel, kernel() without the in-box init",
   ERR_SANDBOX_SNAPSHOT_REFUSED: "a snapshot or an archive to restore was refused (when no system code says why)",
+  ERR_SANDBOX_MISSING_PEER: "an optional peer dependency of a subpath (kern-sandbox/cluster: bullmq) is not installed",
+  ERR_SANDBOX_POLICY_REFUSED: "a cluster call asks for what the workers' policy forbids (refused, never clamped)",
+  ERR_SANDBOX_HOST_LOST: "the cluster worker running the call (or the session's worker) died or shut down, " +
+    "or Redis stayed unreachable",
+  ERR_SANDBOX_JOB_LOST: "the call's job vanished from Redis (a restart without persistence)",
+  ERR_SANDBOX_QUEUE_FULL: "the cluster's queue already holds maxQueued calls",
+  ERR_SANDBOX_QUEUE_TIMEOUT: "the call waited in the cluster's queue longer than its queueTimeoutS",
 });
 
 /** A programmer or configuration error: a bad argument, a refused mount, no kern. */

@@ -269,6 +269,12 @@ export class SandboxError extends Error {
  * - `ERR_SANDBOX_NO_CHECKPOINT`: rollback(n) asks for more states than the kernel holds
  * - `ERR_SANDBOX_NOT_SUPPORTED`: not available here: snapshot without its opt-in, rollback on a shared kernel, kernel() without the in-box init
  * - `ERR_SANDBOX_SNAPSHOT_REFUSED`: a snapshot or an archive to restore was refused (when no system code says why)
+ * - `ERR_SANDBOX_MISSING_PEER`: an optional peer dependency of a subpath (kern-sandbox/cluster: bullmq) is not installed
+ * - `ERR_SANDBOX_POLICY_REFUSED`: a cluster call asks for what the workers' policy forbids (refused, never clamped)
+ * - `ERR_SANDBOX_HOST_LOST`: the cluster worker running the call (or the session's worker) died or shut down, or Redis stayed unreachable
+ * - `ERR_SANDBOX_JOB_LOST`: the call's job vanished from Redis (a restart without persistence)
+ * - `ERR_SANDBOX_QUEUE_FULL`: the cluster's queue already holds maxQueued calls
+ * - `ERR_SANDBOX_QUEUE_TIMEOUT`: the call waited in the cluster's queue longer than its queueTimeoutS
  */
 export type SandboxErrorCode =
   | "ERR_SANDBOX_INVALID_OPTION"
@@ -284,7 +290,13 @@ export type SandboxErrorCode =
   | "ERR_SANDBOX_KERNEL_DEAD"
   | "ERR_SANDBOX_NO_CHECKPOINT"
   | "ERR_SANDBOX_NOT_SUPPORTED"
-  | "ERR_SANDBOX_SNAPSHOT_REFUSED";
+  | "ERR_SANDBOX_SNAPSHOT_REFUSED"
+  | "ERR_SANDBOX_MISSING_PEER"
+  | "ERR_SANDBOX_POLICY_REFUSED"
+  | "ERR_SANDBOX_HOST_LOST"
+  | "ERR_SANDBOX_JOB_LOST"
+  | "ERR_SANDBOX_QUEUE_FULL"
+  | "ERR_SANDBOX_QUEUE_TIMEOUT";
 
 /**
  * Thrown (a {@link SandboxError} subclass) when a requested bind mount or workspace is judged

@@ -1,0 +1,138 @@
+"use strict";
+
+// startWorker(): one host's share of the cluster. Two BullMQ Workers pull
+// jobs: one from the shared one-shot queue, one from this worker's own
+// queue (the sessions pinned here). A heartbeat publishes the worker's
+// liveness and policy; a pub/sub subscription carries aborts of running
+// calls; outcomes go back on each client's reply channel once BullMQ has
+// recorded them (the job's return value stays the source of truth a client
+// polls when a message was missed).
+const os = require("os");
+const { randomUUID } = require("crypto");
+const { peers } = require("./peer");
+const { names: namesOf } = require("./names");
+const { normalizePolicy } = require("./policy");
+const { createRunDir } = require("./rundir");
+const { oneShot, sessionOp } = require("./jobs");
+const { sandboxError } = require("../errors");
+
+const DEFAULT_TIMING = { heartbeatMs: 2000, lockDurationMs: 10000, stalledIntervalMs: 5000, sessionIdleS: 3600 };
+
+/** Concurrent calls by default: the cores, and what memory holds at the
+ * default memoryMb (512 MiB) with half the memory left to the host. */
+function defaultCapacity() {
+  const byMemory = Math.floor(os.totalmem() / 2 / (512 * 1024 * 1024));
+  return Math.max(1, Math.min(os.availableParallelism ? os.availableParallelism() : os.cpus().length, byMemory));
+}
+
+/** A client for our own commands (heartbeat, pub/sub), from what BullMQ takes. */
+function redisClient(IORedis, connection, extra = {}) {
+  if (connection && typeof connection.duplicate === "function") return connection.duplicate(extra);
+  return new IORedis({ ...connection, ...extra });
+}
+
+async function startWorker(opts = {}) {
+  const { bullmq, IORedis } = peers();
+  const { connection, prefix, stateDir } = opts;
+  if (!connection) throw sandboxError("ERR_SANDBOX_INVALID_OPTION", "startWorker needs a connection (ioredis options or a client)");
+  const capacity = opts.capacity ?? defaultCapacity();
+  if (!Number.isInteger(capacity) || capacity < 1 || capacity > 4096)
+    throw sandboxError("ERR_SANDBOX_INVALID_OPTION", "capacity must be an integer 1-4096");
+  const timing = { ...DEFAULT_TIMING, ...(opts.timing || {}) };
+  const n = namesOf(prefix);
+  const id = opts.id ?? randomUUID();
+  const run = createRunDir(stateDir);
+  // Every temp workspace and private file of this worker's boxes goes under
+  // its run dir (lib/sandbox.js reads os.tmpdir() at each open()).
+  process.env.TMPDIR = run.tmp;
+
+  const ctx = { policy: normalizePolicy(opts.policy), sessions: new Map(), running: new Map(),
+    aborted: new Set(), closing: false };
+  const conn = { maxRetriesPerRequest: null };
+  const cmd = redisClient(IORedis, connection, conn);
+  const sub = redisClient(IORedis, connection, conn);
+  cmd.on("error", () => {}); // reconnects by itself; a job's own call reports what failed
+  sub.on("error", () => {});
+  const bullConn = connection && typeof connection.duplicate === "function" ? connection : { ...connection, ...conn };
+  const workerOpts = { connection: bullConn, prefix: n.bullPrefix, concurrency: capacity, name: id,
+    lockDuration: timing.lockDurationMs, stalledInterval: timing.stalledIntervalMs };
+  const onDone = (job, rv) => {
+    if (job && job.data && typeof job.data.replyTo === "string")
+      cmd.publish(n.reply(job.data.replyTo), JSON.stringify({ queue: job.queueName, id: job.id, outcome: rv })).catch(() => {});
+  };
+  const shared = new bullmq.Worker(n.oneshot, (job) => oneShot(ctx, job), { ...workerOpts, maxStalledCount: 1 });
+  // A session's calls are never run twice: a stalled one fails at once.
+  const own = new bullmq.Worker(n.host(id), (job) => sessionOp(ctx, job), { ...workerOpts, maxStalledCount: 0 });
+  for (const w of [shared, own]) {
+    w.on("completed", onDone);
+    w.on("error", () => {}); // Redis gone: BullMQ retries by itself
+  }
+
+  // Aborts: "queue/jobId" of a running call; one that is not running yet is
+  // remembered so the job never starts here.
+  sub.on("message", (_channel, key) => {
+    const ac = ctx.running.get(key);
+    if (ac) ac.abort();
+    else {
+      ctx.aborted.add(key);
+      setTimeout(() => ctx.aborted.delete(key), 10 * 60 * 1000).unref();
+    }
+  });
+  await sub.subscribe(n.abort);
+
+  const heartbeat = async () => {
+    const body = JSON.stringify({ id, pid: process.pid, host: os.hostname(), capacity, running: ctx.running.size,
+      sessions: ctx.sessions.size, policy: ctx.policy, queue: n.host(id), ts: Date.now() });
+    await cmd.multi().set(n.worker(id), body, "PX", timing.heartbeatMs * 3).sadd(n.workers, id).exec();
+  };
+  const sweepIdle = () => {
+    const limit = Date.now() - timing.sessionIdleS * 1000;
+    for (const [sid, s] of ctx.sessions) {
+      if (s.lastUsed < limit) {
+        ctx.sessions.delete(sid);
+        s.sbx.close().catch(() => {});
+      }
+    }
+  };
+  await heartbeat();
+  const beat = setInterval(() => {
+    heartbeat().catch(() => {});
+    sweepIdle();
+  }, timing.heartbeatMs);
+  await Promise.all([shared.waitUntilReady(), own.waitUntilReady()]);
+
+  let closed = null;
+  /** Stops taking jobs, lets running ones finish up to graceS, then kills
+   * the rest (their callers get ERR_SANDBOX_HOST_LOST), closes every
+   * session and leaves nothing of this worker in Redis or on disk. */
+  const close = ({ graceS = 30 } = {}) => {
+    if (closed) return closed;
+    closed = (async () => {
+      ctx.closing = true;
+      const grace = setTimeout(() => {
+        for (const ac of ctx.running.values()) {
+          ac.byShutdown = true;
+          ac.abort();
+        }
+      }, graceS * 1000);
+      await Promise.all([shared.close(), own.close()]);
+      clearTimeout(grace);
+      clearInterval(beat);
+      await Promise.all([...ctx.sessions.values()].map((s) => s.sbx.close().catch(() => {})));
+      ctx.sessions.clear();
+      await cmd.multi().del(n.worker(id)).srem(n.workers, id).exec().catch(() => {});
+      // This worker's own queue dies with it: nothing else will serve it.
+      const q = new bullmq.Queue(n.host(id), { connection: bullConn, prefix: n.bullPrefix });
+      await q.obliterate({ force: true }).catch(() => {});
+      await q.close().catch(() => {});
+      sub.disconnect();
+      await cmd.quit().catch(() => cmd.disconnect());
+      require("fs").rmSync(run.dir, { recursive: true, force: true });
+    })();
+    return closed;
+  };
+  return { id, capacity, policy: ctx.policy, runDir: run.dir, removedRunDirs: run.removed,
+    get running() { return ctx.running.size; }, get sessions() { return ctx.sessions.size; }, close };
+}
+
+module.exports = { startWorker, defaultCapacity };
