@@ -1,0 +1,131 @@
+"use strict";
+
+// Issue 35: kern-sandbox/cluster's client gives what the local API gives:
+// the same ExecutionResults (rich Results, Buffers, faults), the same
+// errors with their class and code, sessions with files pinned to one
+// worker; and the 50+ programs of the equality table (test/lib/equality.js)
+// give the same fields through a worker as locally. A real redis-server on
+// a unix socket and a real worker process, with the kern double.
+const assert = require("assert");
+const { execFileSync } = require("child_process");
+const h = require("./lib/harness");
+const { RedisServer, requireRedis } = require("./lib/redis");
+const { WorkerProc, censusZero, CLIENT_TIMING } = require("./lib/cluster");
+const { PROGRAMS, comparable } = require("./lib/equality");
+const kern = require("..");
+
+// A .pyc holds its source's path, here the host path of the workspace (the
+// double runs boxes on the host), which is longer under a worker's run dir:
+// its size is the one field that may differ.
+function sameWorkspacePath(c) {
+  return { ...c, files: c.files.map((f) => (f.path.startsWith("__pycache__/") ? { ...f, size: "-" } : f)) };
+}
+
+describe("kern-sandbox/cluster: the local API over Redis (issue 35)", function () {
+  this.timeout(h.startWait(60000));
+  let redis = null;
+  let worker = null;
+  let cl = null;
+  let stateDir;
+
+  before(async function () {
+    requireRedis(this);
+    redis = await new RedisServer().start();
+    stateDir = h.tmpDir("cl-state-");
+    worker = await new WorkerProc(redis, { stateDir, args: ["--capacity", "4", "--allow-env", "--any-image"] }).start();
+    cl = await require("../lib/cluster").connect({ connection: redis.connection, timing: CLIENT_TIMING });
+  });
+
+  after(async function () {
+    if (cl) await cl.close();
+    if (worker) assert.deepStrictEqual(await worker.stop(), { code: 0, signal: null }, worker.stderr);
+    if (redis) await redis.dispose();
+    if (worker) assert.deepStrictEqual(await censusZero(stateDir), { kern: 0, runDirs: [] });
+  });
+
+  it("require(\"kern-sandbox\") loads no bullmq; kern-sandbox/cluster loads it only when used", function () {
+    const probe = (expr) => execFileSync(process.execPath, ["-e", `${expr}; console.log(Object.keys(require.cache)` +
+      ".filter((k) => k.includes('/node_modules/')).length)"], { cwd: h.repo, encoding: "utf8" }).trim();
+    assert.strictEqual(probe("require('kern-sandbox')"), "0");
+    assert.strictEqual(probe("require('kern-sandbox/cluster')"), "0");
+    assert.notStrictEqual(probe("require('kern-sandbox/cluster').startWorker({}).catch(() => {})"), "0");
+  });
+
+  it("a one-shot runCode and run give the local ExecutionResult, field by field", async function () {
+    const code = "import sys\nprint('out')\nprint('err', file=sys.stderr)\nsys.exit(3)";
+    const [here, there] = [await kern.runCode(code), await cl.runCode(code)];
+    assert.ok(there instanceof kern.ExecutionResult);
+    assert.deepStrictEqual(comparable(there), comparable(here));
+    assert.strictEqual(there.success, false);
+    const r = await cl.run(["sh", "-c", "printf 'a\\nb'; exit 0"]);
+    assert.deepStrictEqual([r.stdout, r.exitCode, r.success], ["a\nb", 0, true]);
+    const t = await cl.runCode("while True: pass", { timeoutS: 0.5 });
+    assert.strictEqual(t.fault.type, "timeout");
+  });
+
+  it("rich results come back as Result objects with their formats", async function () {
+    const r = await cl.runCode("display(1, 'two')\n[3] * 2");
+    assert.ok(r.results.length >= 2, JSON.stringify(r));
+    assert.ok(r.results.every((x) => x instanceof kern.Result));
+    assert.deepStrictEqual(r.results.map((x) => x.text), (await kern.runCode("display(1, 'two')\n[3] * 2")).results.map((x) => x.text));
+  });
+
+  it("a session: files round-trip byte for byte, calls see them, errors keep class, code and system fields", async function () {
+    const bytes = Buffer.from(Array.from({ length: 256 }, (_, i) => i));
+    await cl.withSandbox({}, async (s) => {
+      assert.strictEqual(typeof s.workerId, "string");
+      await s.writeFile("b.bin", bytes);
+      const back = await s.readFile("b.bin");
+      assert.ok(Buffer.isBuffer(back) && back.equals(bytes));
+      const r = await s.run(["sh", "-c", "wc -c < b.bin; echo x > made.txt"]);
+      assert.strictEqual(r.stdout.trim(), "256");
+      assert.deepStrictEqual(r.files.map((f) => [f.path, f.change]), [["made.txt", "created"]]);
+      assert.deepStrictEqual((await s.listFiles()).map((f) => f.path).sort(), ["b.bin", "made.txt"]);
+      const enoent = await s.readFile("missing").catch((e) => e);
+      assert.ok(enoent instanceof kern.SandboxError, String(enoent));
+      assert.deepStrictEqual([enoent.code, enoent.syscall], ["ENOENT", "openat2"]);
+      const bad = await s.readFile("../x").catch((e) => e);
+      assert.ok(bad instanceof kern.SandboxError);
+      assert.strictEqual(bad.code, "ERR_SANDBOX_INVALID_PATH");
+      const big = await s.readFile("b.bin", { maxBytes: 10 }).catch((e) => e);
+      assert.strictEqual(big.code, "EFBIG");
+    });
+  });
+
+  it("a closed or never-opened cluster Sandbox rejects with the local codes", async function () {
+    const s = new cl.Sandbox();
+    assert.strictEqual((await s.runCode("1").catch((e) => e)).code, "ERR_SANDBOX_NOT_OPEN");
+    await s.open();
+    await s.close();
+    assert.strictEqual((await s.runCode("1").catch((e) => e)).code, "ERR_SANDBOX_CLOSED");
+    const cb = await cl.runCode("1", { onStdout: () => {} }).catch((e) => e);
+    assert.strictEqual(cb.code, "ERR_SANDBOX_NOT_SUPPORTED");
+  });
+
+  it(`the equality table: ${PROGRAMS.length} programs give the same results on the cluster as locally`, async function () {
+    this.timeout(h.startWait(120000));
+    const base = { maxOutputBytes: 256 * 1024, env: { KS_EQ: "session" } };
+    const differ = [];
+    for (const kind of [...new Set(PROGRAMS.map((p) => p.kind))]) {
+      const here = new kern.Sandbox(base);
+      const there = new cl.Sandbox(base);
+      await here.open();
+      await there.open();
+      try {
+        for (const p of PROGRAMS.filter((x) => x.kind === kind)) {
+          if (p.before) await Promise.all([p.before(here), p.before(there)]);
+          const [a, b] = await Promise.all([p.call(here, p.opts ?? {}), p.call(there, p.opts ?? {})]);
+          try {
+            assert.deepStrictEqual(sameWorkspacePath(comparable(b)), sameWorkspacePath(comparable(a)));
+          } catch (e) {
+            differ.push(`${p.name}: ${e.message}`);
+          }
+        }
+      } finally {
+        await here.close();
+        await there.close();
+      }
+    }
+    assert.deepStrictEqual(differ, []);
+  });
+});
