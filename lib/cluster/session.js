@@ -22,6 +22,11 @@ function makeSandboxClass({ pickWorker, sessionCall, wireable, ensureOpen, openS
       return this.#worker;
     }
 
+    /** The session's id on its worker (it is in Redis with every call: not a secret). */
+    get sessionId() {
+      return this.#id;
+    }
+
     async open({ signal } = {}) {
       ensureOpen();
       if (this.#state !== "new") throw sandboxError("ERR_SANDBOX_INVALID_ARG", "open() was already called");
