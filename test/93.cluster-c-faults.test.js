@@ -53,6 +53,9 @@ describe("kern-sandbox/cluster: failure rules (issue 35, G4)", function () {
     workers = workers.filter((w) => w.proc.exitCode === null && w.proc.signalCode === null);
     while (workers.length < 2) await startWorker();
     assert.ok(await h.waitFor(() => kernProcesses().length === 0, 5000), `kern processes left: ${kernProcesses()}`);
+    // A box's workload runs in its workspace, under its worker's run dir.
+    assert.ok(await h.waitFor(() => h.processesIn(stateDir).length === 0, 5000),
+      `box processes left: ${h.processesIn(stateDir)}`);
   });
 
   after(async function () {
@@ -83,10 +86,33 @@ describe("kern-sandbox/cluster: failure rules (issue 35, G4)", function () {
     assert.ok(!fs.existsSync(path.join(stateDir, dead[0])));
   });
 
+  it("a one-shot call whose second worker dies too rejects with ERR_SANDBOX_HOST_LOST, after two runs", async function () {
+    const runs = path.join(marks, "runs");
+    // exec: the double's workload dies with its kern (PR_SET_PDEATHSIG), but
+    // a grandchild would outlive it, where a real kern's PID namespace takes
+    // everything in the box along.
+    const p = cl.run(["sh", "-c", `echo x >> ${shq(runs)}; exec sleep 30`]).catch((e) => e);
+    assert.ok(await h.waitFor(() => lines(runs) === 1, 10000));
+    const first = workerOfBox(workers);
+    await first.kill();
+    // No other worker yet: the second run waits for the survivor to take it.
+    assert.ok(await h.waitFor(() => lines(runs) === 2, 15000), "it ran again elsewhere");
+    const second = workerOfBox(workers);
+    assert.ok(second && second !== first);
+    await startWorker(); // a third worker is alive: the call must still not run a third time
+    const t0 = Date.now();
+    await second.kill();
+    const e = await p;
+    assert.strictEqual(e.code, "ERR_SANDBOX_HOST_LOST", String(e && e.stack));
+    h.note(`rejected ${Date.now() - t0} ms after the second death`);
+    await h.sleep(3000);
+    assert.strictEqual(lines(runs), 2, "never a third run");
+  });
+
   it("a call with network is not run again: it rejects with ERR_SANDBOX_HOST_LOST within 30 s", async function () {
     const runs = path.join(marks, "runs");
     const t0 = Date.now();
-    const p = cl.run(["sh", "-c", `echo x >> ${shq(runs)}; sleep 5; echo done`], { network: true }).catch((e) => e);
+    const p = cl.run(["sh", "-c", `echo x >> ${shq(runs)}; exec sleep 5`], { network: true }).catch((e) => e);
     assert.ok(await h.waitFor(() => lines(runs) === 1, 10000));
     await workerOfBox(workers).kill();
     const e = await p;
@@ -104,7 +130,7 @@ describe("kern-sandbox/cluster: failure rules (issue 35, G4)", function () {
     await s.writeFile("a.txt", "x");
     const victim = workers.find((w) => w.id === s.workerId);
     const t0 = Date.now();
-    const p = s.run(["sh", "-c", `echo x >> ${shq(runs)}; sleep 5`]).catch((e) => e);
+    const p = s.run(["sh", "-c", `echo x >> ${shq(runs)}; exec sleep 5`]).catch((e) => e);
     assert.ok(await h.waitFor(() => lines(runs) === 1, 10000));
     await victim.kill();
     const e = await p;
@@ -206,5 +232,43 @@ describe("kern-sandbox/cluster: failure rules (issue 35, G4)", function () {
     assert.ok(await h.waitFor(() => cl.workers().length === 2, 10000), "the workers heartbeat again");
     assert.strictEqual((await cl.run(["echo", "again"])).stdout, "again\n");
     await s.close();
+  });
+});
+
+describe("kern-sandbox/cluster: Redis restarted with persistence (issue 35, G4)", function () {
+  this.timeout(h.startWait(60000));
+  let redis = null;
+  let worker = null;
+  let cl = null;
+  let stateDir;
+
+  before(async function () {
+    requireRedis(this);
+    redis = await new RedisServer({ persist: true }).start();
+    stateDir = h.tmpDir("cl-state-");
+    worker = await new WorkerProc(redis, { stateDir, args: ["--capacity", "2"] }).start();
+    cl = await connect({ connection: redis.connection, timing: CLIENT_TIMING });
+  });
+
+  after(async function () {
+    if (cl) await cl.close();
+    if (worker) assert.deepStrictEqual(await worker.stop(), { code: 0, signal: null }, worker.stderr);
+    if (redis) await redis.dispose();
+    if (worker) assert.deepStrictEqual(await censusZero(stateDir), { kern: 0, runDirs: [] });
+  });
+
+  it("every call in flight settles within 40 s; queued jobs survive the restart and run", async function () {
+    const calls = [];
+    for (let i = 0; i < 4; i++) calls.push(cl.run(["sh", "-c", "sleep 1; echo done"]).then((r) => r.stdout, (e) => e.code));
+    await h.sleep(300);
+    const t0 = Date.now();
+    await redis.restart({ downMs: 500 });
+    const outcomes = await Promise.all(calls);
+    h.note(`outcomes ${JSON.stringify(outcomes)} within ${Date.now() - t0} ms (<= 40 s)`);
+    assert.ok(Date.now() - t0 < 40000);
+    for (const o of outcomes) assert.ok(["done\n", "ERR_SANDBOX_JOB_LOST", "ERR_SANDBOX_HOST_LOST"].includes(o), o);
+    assert.ok(outcomes.includes("done\n"), "with persistence, calls come through the restart");
+    assert.ok(await h.waitFor(() => kernProcesses().length === 0, 5000));
+    assert.strictEqual((await cl.run(["echo", "again"])).stdout, "again\n");
   });
 });
