@@ -40,109 +40,141 @@ function checkQueueTimeout(v) {
   return v;
 }
 
-async function connect(opts = {}) {
-  const { bullmq, IORedis } = peers();
-  const { connection, prefix } = opts;
-  if (!connection) throw sandboxError("ERR_SANDBOX_INVALID_OPTION", "connect needs a connection (ioredis options or a client)");
-  const maxQueued = opts.maxQueued ?? 1000;
-  if (!Number.isInteger(maxQueued) || maxQueued < 1) throw sandboxError("ERR_SANDBOX_INVALID_OPTION", "maxQueued must be an integer >= 1");
-  const defaultQueueTimeoutS = checkQueueTimeout(opts.queueTimeoutS);
-  const timing = { ...DEFAULT_TIMING, ...(opts.timing || {}) };
-  const n = namesOf(prefix);
-  const clientId = randomUUID();
-  const extra = { maxRetriesPerRequest: null };
-  const make = () => (typeof connection.duplicate === "function" ? connection.duplicate(extra) : new IORedis({ ...connection, ...extra }));
-  const cmd = make();
-  const sub = make();
-  cmd.on("error", () => {});
-  sub.on("error", () => {});
-  const bullConn = typeof connection.duplicate === "function" ? connection : { ...connection, ...extra };
-  const queueMap = new Map();
-  const queues = (name) => {
-    let q = queueMap.get(name);
+class Cluster {
+  #bullmq;
+  #n;
+  #clientId = randomUUID();
+  #cmd;
+  #sub;
+  #bullConn;
+  #queueMap = new Map();
+  #view;
+  #calls;
+  #refresher = null;
+  #closed = false;
+  #maxQueued;
+  #queueTimeoutS;
+  #timing;
+  #openSessions = new Set();
+
+  constructor(opts) {
+    const { bullmq, IORedis } = peers();
+    const { connection } = opts;
+    if (!connection) throw sandboxError("ERR_SANDBOX_INVALID_OPTION", "connect needs a connection (ioredis options or a client)");
+    this.#maxQueued = opts.maxQueued ?? 1000;
+    if (!Number.isInteger(this.#maxQueued) || this.#maxQueued < 1)
+      throw sandboxError("ERR_SANDBOX_INVALID_OPTION", "maxQueued must be an integer >= 1");
+    this.#queueTimeoutS = checkQueueTimeout(opts.queueTimeoutS);
+    this.#timing = { ...DEFAULT_TIMING, ...(opts.timing || {}) };
+    this.#bullmq = bullmq;
+    this.#n = namesOf(opts.prefix);
+    // maxRetriesPerRequest null: a command waits through a Redis restart;
+    // Calls bounds every wait of its own (redisLostS).
+    const extra = { maxRetriesPerRequest: null };
+    const client = typeof connection.duplicate === "function";
+    const make = () => (client ? connection.duplicate(extra) : new IORedis({ ...connection, ...extra }));
+    this.#cmd = make();
+    this.#sub = make();
+    this.#cmd.on("error", () => {});
+    this.#sub.on("error", () => {});
+    this.#bullConn = client ? connection : { ...connection, ...extra };
+    this.#view = new WorkerView(this.#cmd, this.#n);
+    this.#calls = new Calls({ bullmq, queues: (name) => this.#queue(name), workers: this.#view, timing: this.#timing,
+      publishAbort: (key) => this.#cmd.publish(this.#n.abort, key).catch(() => {}) });
+    this.#view.onDead = (id) => this.#calls.failWorker(id, "the session's worker died (its heartbeat stopped)");
+    this.Sandbox = makeSandboxClass({ pickWorker: (o, s) => this.#pickWorker(o, s),
+      sessionCall: (...a) => this.#sessionCall(...a), wireable, ensureOpen: () => this.#ensureOpen(),
+      openSessions: this.#openSessions });
+  }
+
+  async start() {
+    this.#sub.on("message", (_ch, msg) => this.#calls.onReply(msg));
+    await this.#sub.subscribe(this.#n.reply(this.#clientId));
+    await this.#view.refresh();
+    this.#refresher = setInterval(() => this.#view.refresh().catch(() => {}), this.#timing.viewMs);
+    this.#refresher.unref();
+    return this;
+  }
+
+  #queue(name) {
+    let q = this.#queueMap.get(name);
     if (!q) {
-      q = new bullmq.Queue(name, { connection: bullConn, prefix: n.bullPrefix });
+      q = new this.#bullmq.Queue(name, { connection: this.#bullConn, prefix: this.#n.bullPrefix });
       q.on("error", () => {});
-      queueMap.set(name, q);
+      this.#queueMap.set(name, q);
     }
     return q;
-  };
-  const view = new WorkerView(cmd, n);
-  const calls = new Calls({ bullmq, queues, workers: view, timing,
-    publishAbort: (key) => cmd.publish(n.abort, key).catch(() => {}) });
-  view.onDead = (id) => calls.failWorker(id, "the session's worker died (its heartbeat stopped)");
-  sub.on("message", (_ch, msg) => calls.onReply(msg));
-  await sub.subscribe(n.reply(clientId));
-  await view.refresh();
-  const refresher = setInterval(() => view.refresh().catch(() => {}), timing.viewMs);
-  refresher.unref();
-  let closed = false;
+  }
 
-  const cluster = {};
-  const ensureOpen = () => {
-    if (closed) throw sandboxError("ERR_SANDBOX_CLOSED", "the cluster client is closed");
-  };
+  #ensureOpen() {
+    if (this.#closed) throw sandboxError("ERR_SANDBOX_CLOSED", "the cluster client is closed");
+  }
 
   /** Live workers, waiting up to waitS for one to heartbeat. */
-  async function liveWorkers(waitS, signal) {
+  async #liveWorkers(waitS, signal) {
     const end = Date.now() + (waitS ?? 30) * 1000;
-    while (view.count() === 0) {
+    while (this.#view.count() === 0) {
       if (signal && signal.aborted) throw abortError(signal);
       if (Date.now() > end) throw sandboxError("ERR_SANDBOX_QUEUE_TIMEOUT", "no cluster worker is alive");
-      await new Promise((r) => setTimeout(r, Math.min(200, timing.viewMs)));
-      await view.refresh().catch(() => {});
+      await new Promise((r) => setTimeout(r, Math.min(200, this.#timing.viewMs)));
+      await this.#view.refresh().catch(() => {});
     }
-    return view.list();
+    return this.#view.list();
   }
 
   /** A one-shot call: checked against every live worker's policy (any of
    * them may take it) before anything is written to Redis. */
-  async function oneShot(kind, payload, callOpts = {}) {
-    ensureOpen();
+  async #oneShot(kind, payload, callOpts) {
+    this.#ensureOpen();
     const o = callOpts ?? {};
     const signal = o.signal ?? null;
     if (signal && signal.aborted) throw abortError(signal);
-    const queueTimeoutS = checkQueueTimeout(o.queueTimeoutS) ?? defaultQueueTimeoutS;
-    const w = wireable(o, kind === "runCode" ? "runCode()" : "run()");
+    const queueTimeoutS = checkQueueTimeout(o.queueTimeoutS) ?? this.#queueTimeoutS;
+    const w = wireable(o, `${kind}()`);
     const call = {};
-    for (const k of ["stdin", "language"]) if (w[k] !== undefined) { call[k] = w[k]; delete w[k]; }
-    for (const p of await liveWorkers(queueTimeoutS, signal)) checkSessionOptions(p.policy, w);
-    const q = queues(n.oneshot);
-    if (await q.getWaitingCount() >= maxQueued)
-      throw sandboxError("ERR_SANDBOX_QUEUE_FULL", `the cluster's queue already holds maxQueued (${maxQueued}) calls`);
-    const jobId = randomUUID();
-    const data = { v: 1, kind, ...payload, opts: toWire(w), call: toWire(call), replyTo: clientId, rerun: mayRunTwice(w),
-      deadline: queueTimeoutS === null ? null : Date.now() + queueTimeoutS * 1000 };
-    return calls.submit(n.oneshot, kind, data, { jobId, signal, queueTimeoutS, rerun: data.rerun });
+    for (const k of ["stdin", "language"]) {
+      if (w[k] !== undefined) call[k] = w[k];
+      delete w[k];
+    }
+    for (const p of await this.#liveWorkers(queueTimeoutS, signal)) checkSessionOptions(p.policy, w);
+    const n = this.#n;
+    if (await this.#queue(n.oneshot).getWaitingCount() >= this.#maxQueued)
+      throw sandboxError("ERR_SANDBOX_QUEUE_FULL", `the cluster's queue already holds maxQueued (${this.#maxQueued}) calls`);
+    const data = { v: 1, kind, ...payload, opts: toWire(w), call: toWire(call), replyTo: this.#clientId,
+      rerun: mayRunTwice(w), deadline: queueTimeoutS === null ? null : Date.now() + queueTimeoutS * 1000 };
+    return this.#calls.submit(n.oneshot, kind, data, { jobId: randomUUID(), signal, queueTimeoutS, rerun: data.rerun });
   }
 
-  cluster.runCode = (code, opts) => {
-    if (typeof code !== "string") return Promise.reject(sandboxError("ERR_SANDBOX_INVALID_ARG", "code must be a string"));
-    return oneShot("runCode", { code }, opts);
-  };
-  cluster.run = (argv, opts) => {
-    if (!Array.isArray(argv) || !argv.every((a) => typeof a === "string"))
-      return Promise.reject(sandboxError("ERR_SANDBOX_INVALID_ARG", "argv must be an array of strings"));
-    return oneShot("run", { argv }, opts);
-  };
+  /** One call in a throwaway session on any free worker; opts as the local runCode's. */
+  async runCode(code, opts) {
+    if (typeof code !== "string") throw sandboxError("ERR_SANDBOX_INVALID_ARG", "code must be a string");
+    return this.#oneShot("runCode", { code }, opts);
+  }
 
-  /** A session operation on worker w's own queue. */
-  function sessionCall(workerId, sessionId, op, { args = [], call = {}, signal = null, checkCall = false, opts }) {
-    ensureOpen();
+  /** run(argv) in a throwaway session on any free worker. */
+  async run(argv, opts) {
+    if (!Array.isArray(argv) || !argv.every((a) => typeof a === "string"))
+      throw sandboxError("ERR_SANDBOX_INVALID_ARG", "argv must be an array of strings");
+    return this.#oneShot("run", { argv }, opts);
+  }
+
+  /** A session operation on its worker's own queue. */
+  #sessionCall(workerId, sessionId, op, { args = [], call = {}, signal = null, checkCall = false, opts }) {
+    this.#ensureOpen();
     if (signal && signal.aborted) return Promise.reject(abortError(signal));
-    const worker = view.live.get(workerId);
+    const worker = this.#view.live.get(workerId);
     if (!worker) return Promise.reject(sandboxError("ERR_SANDBOX_HOST_LOST", "the session's worker is gone"));
     if (checkCall) checkCallOptions(worker.policy, call);
-    const data = { v: 1, op, session: sessionId, args: toWire(args), call: toWire(call), replyTo: clientId };
+    const data = { v: 1, op, session: sessionId, args: toWire(args), call: toWire(call), replyTo: this.#clientId };
     if (opts !== undefined) data.opts = toWire(opts);
-    return calls.submit(n.host(workerId), op, data, { jobId: randomUUID(), signal, workerId });
+    return this.#calls.submit(this.#n.host(workerId), op, data, { jobId: randomUUID(), signal, workerId });
   }
 
-  /** Picks the least loaded live worker whose policy allows opts. */
-  async function pickWorker(opts, signal) {
+  /** The least loaded live worker whose policy allows opts. */
+  async #pickWorker(opts, signal) {
     let refusal = null;
     let best = null;
-    for (const w of await liveWorkers(defaultQueueTimeoutS, signal)) {
+    for (const w of await this.#liveWorkers(this.#queueTimeoutS, signal)) {
       try {
         checkSessionOptions(w.policy, opts);
       } catch (e) {
@@ -156,35 +188,43 @@ async function connect(opts = {}) {
     return best.id;
   }
 
-  const openSessions = new Set();
-  cluster.Sandbox = makeSandboxClass({ pickWorker, sessionCall, wireable, ensureOpen, openSessions });
-  cluster.withSandbox = async (opts, fn) => {
+  /** Opens a Sandbox on the cluster, runs fn(sbx), always closes it. */
+  async withSandbox(opts, fn) {
     if (typeof opts === "function") [opts, fn] = [{}, opts];
     if (typeof fn !== "function") throw sandboxError("ERR_SANDBOX_INVALID_ARG", "withSandbox needs a function");
-    const sbx = new cluster.Sandbox(opts);
+    const sbx = new this.Sandbox(opts);
     await sbx.open();
     try {
       return await fn(sbx);
     } finally {
       await sbx.close();
     }
-  };
+  }
+
   /** The live workers as their heartbeats say (id, pid, host, capacity, running, sessions, policy). */
-  cluster.workers = () => view.list();
-  cluster.close = async () => {
-    if (closed) return;
-    // Sessions left open are closed on their workers first (briefly: a
-    // worker that is gone took its sessions along).
-    await Promise.all([...openSessions].map((s) => Promise.race([s.close().catch(() => {}),
+  workers() {
+    return this.#view.list();
+  }
+
+  /** Closes the sessions left open, rejects calls still waiting
+   * (ERR_SANDBOX_CLOSED) and closes the connections. */
+  async close() {
+    if (this.#closed) return;
+    // Briefly: a worker that is gone took its sessions along.
+    await Promise.all([...this.#openSessions].map((s) => Promise.race([s.close().catch(() => {}),
       new Promise((r) => setTimeout(r, 5000).unref())])));
-    closed = true;
-    clearInterval(refresher);
-    calls.closeAll(sandboxError("ERR_SANDBOX_CLOSED", "the cluster client was closed while the call waited"));
-    await Promise.all([...queueMap.values()].map((q) => q.close().catch(() => {})));
-    sub.disconnect();
-    await cmd.quit().catch(() => cmd.disconnect());
-  };
-  return cluster;
+    this.#closed = true;
+    clearInterval(this.#refresher);
+    this.#calls.closeAll(sandboxError("ERR_SANDBOX_CLOSED", "the cluster client was closed while the call waited"));
+    await Promise.all([...this.#queueMap.values()].map((q) => q.close().catch(() => {})));
+    this.#sub.disconnect();
+    await this.#cmd.quit().catch(() => this.#cmd.disconnect());
+  }
 }
 
-module.exports = { connect };
+/** A client of the cluster on connection (ioredis options or a client). */
+async function connect(opts = {}) {
+  return new Cluster(opts ?? {}).start();
+}
+
+module.exports = { connect, Cluster };
