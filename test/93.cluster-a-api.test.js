@@ -102,6 +102,19 @@ describe("kern-sandbox/cluster: the local API over Redis (issue 35)", function (
     assert.strictEqual(cb.code, "ERR_SANDBOX_NOT_SUPPORTED");
   });
 
+  it("examples/cluster/same-program.js prints the same locally and on the cluster (a URL connection too)", function () {
+    const { spawnSync } = require("child_process");
+    const run = (env) => spawnSync(process.execPath, ["examples/cluster/same-program.js"],
+      { cwd: h.repo, encoding: "utf8", timeout: 60000, env: { ...process.env, ...env } });
+    const local = run({});
+    const there = run({ REDIS_SOCKET: redis.socket });
+    const url = run({ REDIS_URL: redis.socket }); // ioredis takes a socket path as its URL
+    for (const r of [local, there, url]) assert.strictEqual(r.status, 0, r.stderr);
+    assert.match(local.stdout, /^local: 3 rows, 12 visits; a busy loop ended with a timeout fault; files data\.csv$/m);
+    assert.strictEqual(there.stdout.replace(/^cluster/, "local"), local.stdout);
+    assert.strictEqual(url.stdout, there.stdout);
+  });
+
   it(`the equality table: ${PROGRAMS.length} programs give the same results on the cluster as locally`, async function () {
     this.timeout(h.startWait(120000));
     const base = { maxOutputBytes: 256 * 1024, env: { KS_EQ: "session" } };

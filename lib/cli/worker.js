@@ -70,9 +70,7 @@ async function main(argv) {
     return 2;
   }
   const cluster = require("../cluster");
-  const { peers } = require("../cluster/peer");
-  let connection = { path: a.socket };
-  if (a.url) connection = new (peers().IORedis)(a.url, { maxRetriesPerRequest: null, lazyConnect: true });
+  const connection = a.url ?? { path: a.socket };
   const worker = await cluster.startWorker({ connection, capacity: a.capacity, policy: a.policy, prefix: a.prefix,
     stateDir: a.stateDir, timing: a.timing });
   for (const dir of worker.removedRunDirs) process.stderr.write(`kern-sandbox worker: removed ${dir} of a worker that died\n`);
@@ -83,7 +81,6 @@ async function main(argv) {
     process.once("SIGINT", stop);
   });
   await worker.close({ graceS: a.graceS });
-  if (a.url) connection.disconnect();
   return 0;
 }
 

@@ -4,7 +4,7 @@
 // One-shot calls go to the shared queue (any free worker); a Sandbox is
 // pinned to the worker that opened it (that worker's own queue).
 const { randomUUID } = require("crypto");
-const { peers } = require("./peer");
+const { peers, connectionOf } = require("./peer");
 const { names: namesOf } = require("./names");
 const { checkSessionOptions, checkCallOptions, mayRunTwice } = require("./policy");
 const { toWire } = require("./wire");
@@ -47,6 +47,7 @@ class Cluster {
   #cmd;
   #sub;
   #bullConn;
+  #conn;
   #queueMap = new Map();
   #view;
   #calls;
@@ -58,7 +59,7 @@ class Cluster {
   #openSessions = new Set();
 
   constructor(opts) {
-    const { bullmq, IORedis } = peers();
+    const { bullmq } = peers();
     const { connection } = opts;
     if (!connection) throw sandboxError("ERR_SANDBOX_INVALID_OPTION", "connect needs a connection (ioredis options or a client)");
     this.#maxQueued = opts.maxQueued ?? 1000;
@@ -70,14 +71,12 @@ class Cluster {
     this.#n = namesOf(opts.prefix);
     // maxRetriesPerRequest null: a command waits through a Redis restart;
     // Calls bounds every wait of its own (redisLostS).
-    const extra = { maxRetriesPerRequest: null };
-    const client = typeof connection.duplicate === "function";
-    const make = () => (client ? connection.duplicate(extra) : new IORedis({ ...connection, ...extra }));
-    this.#cmd = make();
-    this.#sub = make();
+    this.#conn = connectionOf(connection);
+    this.#cmd = this.#conn.make();
+    this.#sub = this.#conn.make();
     this.#cmd.on("error", () => {});
     this.#sub.on("error", () => {});
-    this.#bullConn = client ? connection : { ...connection, ...extra };
+    this.#bullConn = this.#conn.bull;
     this.#view = new WorkerView(this.#cmd, this.#n);
     this.#calls = new Calls({ bullmq, queues: (name) => this.#queue(name), workers: this.#view, timing: this.#timing,
       publishAbort: (key) => this.#cmd.publish(this.#n.abort, key).catch(() => {}) });
@@ -219,6 +218,7 @@ class Cluster {
     await Promise.all([...this.#queueMap.values()].map((q) => q.close().catch(() => {})));
     this.#sub.disconnect();
     await this.#cmd.quit().catch(() => this.#cmd.disconnect());
+    this.#conn.dispose();
   }
 }
 

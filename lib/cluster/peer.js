@@ -27,3 +27,30 @@ function peers() {
 }
 
 module.exports = { peers };
+
+/**
+ * What a connection option becomes: `make(extra)` gives a new client of our
+ * own (a duplicate of a client given, or one from the options or URL), and
+ * `bull` is what BullMQ gets. A URL ("redis://:pw@host:6379/0", "rediss://"
+ * for TLS) becomes a client of ours, which `dispose()` disconnects.
+ */
+function connectionOf(connection) {
+  const { IORedis } = peers();
+  const extra = { maxRetriesPerRequest: null };
+  let owned = null;
+  if (typeof connection === "string") {
+    owned = new IORedis(connection, { ...extra, lazyConnect: true });
+    owned.on("error", () => {});
+    connection = owned;
+  }
+  if (connection === null || typeof connection !== "object")
+    throw sandboxError("ERR_SANDBOX_INVALID_OPTION", "connection: ioredis options, an ioredis client or a redis:// URL");
+  const isClient = typeof connection.duplicate === "function";
+  return {
+    make: (more = {}) => (isClient ? connection.duplicate({ ...extra, ...more }) : new IORedis({ ...connection, ...extra, ...more })),
+    bull: isClient ? connection : { ...connection, ...extra },
+    dispose: () => owned && owned.disconnect(),
+  };
+}
+
+module.exports.connectionOf = connectionOf;

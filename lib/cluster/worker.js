@@ -9,7 +9,7 @@
 // polls when a message was missed).
 const os = require("os");
 const { randomUUID } = require("crypto");
-const { peers } = require("./peer");
+const { peers, connectionOf } = require("./peer");
 const { names: namesOf } = require("./names");
 const { normalizePolicy } = require("./policy");
 const { createRunDir } = require("./rundir");
@@ -25,14 +25,8 @@ function defaultCapacity() {
   return Math.max(1, Math.min(os.availableParallelism ? os.availableParallelism() : os.cpus().length, byMemory));
 }
 
-/** A client for our own commands (heartbeat, pub/sub), from what BullMQ takes. */
-function redisClient(IORedis, connection, extra = {}) {
-  if (connection && typeof connection.duplicate === "function") return connection.duplicate(extra);
-  return new IORedis({ ...connection, ...extra });
-}
-
 async function startWorker(opts = {}) {
-  const { bullmq, IORedis } = peers();
+  const { bullmq } = peers();
   const { connection, prefix, stateDir } = opts;
   if (!connection) throw sandboxError("ERR_SANDBOX_INVALID_OPTION", "startWorker needs a connection (ioredis options or a client)");
   const capacity = opts.capacity ?? defaultCapacity();
@@ -48,12 +42,12 @@ async function startWorker(opts = {}) {
 
   const ctx = { policy: normalizePolicy(opts.policy), sessions: new Map(), running: new Map(),
     aborted: new Set(), closing: false };
-  const conn = { maxRetriesPerRequest: null };
-  const cmd = redisClient(IORedis, connection, conn);
-  const sub = redisClient(IORedis, connection, conn);
+  const conn = connectionOf(connection);
+  const cmd = conn.make();
+  const sub = conn.make();
   cmd.on("error", () => {}); // reconnects by itself; a job's own call reports what failed
   sub.on("error", () => {});
-  const bullConn = connection && typeof connection.duplicate === "function" ? connection : { ...connection, ...conn };
+  const bullConn = conn.bull;
   const workerOpts = { connection: bullConn, prefix: n.bullPrefix, concurrency: capacity, name: id,
     lockDuration: timing.lockDurationMs, stalledInterval: timing.stalledIntervalMs };
   const onDone = (job, rv) => {
@@ -127,6 +121,7 @@ async function startWorker(opts = {}) {
       await q.close().catch(() => {});
       sub.disconnect();
       await cmd.quit().catch(() => cmd.disconnect());
+      conn.dispose();
       require("fs").rmSync(run.dir, { recursive: true, force: true });
     })();
     return closed;
