@@ -14,8 +14,9 @@ const FAST = ["--heartbeat-ms", "300", "--lock-ms", "2000", "--stalled-ms", "100
 const CLIENT_TIMING = { pollMs: 250, viewMs: 250, redisLostS: 30 };
 
 class WorkerProc {
-  constructor(redis, { args = [], stateDir }) {
+  constructor(redis, { args = [], stateDir, env = {} }) {
     this.redis = redis;
+    this.env = env;
     this.args = args;
     this.stateDir = stateDir;
     this.proc = null;
@@ -25,7 +26,7 @@ class WorkerProc {
 
   async start() {
     const argv = [BIN, "worker", "--redis-socket", this.redis.socket, "--state-dir", this.stateDir, ...FAST, ...this.args];
-    const p = spawn(process.execPath, argv, { stdio: ["ignore", "pipe", "pipe"] });
+    const p = spawn(process.execPath, argv, { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, ...this.env } });
     this.proc = p;
     this.exit = new Promise((r) => p.once("exit", (code, signal) => r({ code, signal })));
     p.stderr.on("data", (c) => { this.stderr += c; });
@@ -52,9 +53,9 @@ class WorkerProc {
   }
 }
 
-/** Live kern processes of the double: boxes of every worker on this host. */
-function kernProcesses() {
-  return h.processesUsing(h.fakeKern());
+/** Live kern processes (of the double, or of kernBin): boxes of every worker on this host. */
+function kernProcesses(kernBin = h.fakeKern()) {
+  return h.processesUsing(kernBin);
 }
 
 /** The census after a test: no kern process and no run directory left. */
