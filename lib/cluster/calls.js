@@ -50,7 +50,9 @@ class Calls {
         call.dispose();
         for (const t of call.timers) clearTimeout(t);
         fn(v);
-        if (call.added) queue.remove(jobId).catch(() => {});
+        // Off the call's path, once the worker has recorded the outcome: a
+        // settled call's job is no longer needed (BullMQ drops any left after 60 s).
+        if (call.added) setTimeout(() => Promise.resolve().then(() => queue.remove(jobId)).catch(() => {}), 1000).unref();
       };
       call.resolve = (v) => call.settle(resolve, v);
       call.reject = (e) => call.settle(reject, e);
@@ -63,7 +65,7 @@ class Calls {
       call.timers.push(setTimeout(() => {
         if (!call.added) call.reject(sandboxError("ERR_SANDBOX_HOST_LOST", "Redis unreachable: the call could not be queued"));
       }, this.timing.redisLostS * 1000));
-      queue.add(name, data, { jobId, removeOnComplete: { age: 600 }, removeOnFail: { age: 600 } }).then(() => {
+      queue.add(name, data, { jobId, removeOnComplete: { age: 60 }, removeOnFail: { age: 60 } }).then(() => {
         call.added = true;
         if (call.settled) queue.remove(jobId).catch(() => {}); // settled while the add was on its way
         else if (call.aborting) this.#abort(call);

@@ -50,15 +50,19 @@ async function startWorker(opts = {}) {
   const bullConn = conn.bull;
   const workerOpts = { connection: bullConn, prefix: n.bullPrefix, concurrency: capacity, name: id,
     lockDuration: timing.lockDurationMs, stalledInterval: timing.stalledIntervalMs };
-  const onDone = (job, rv) => {
-    if (job && job.data && typeof job.data.replyTo === "string")
-      cmd.publish(n.reply(job.data.replyTo), JSON.stringify({ queue: job.queueName, id: job.id, outcome: rv })).catch(() => {});
+  // The outcome goes to its caller as soon as it is known, before BullMQ
+  // records it (moveToFinished is one more round trip on the call's path);
+  // the recorded return value is what a caller that missed the message polls.
+  const replying = (fn) => async (job) => {
+    const out = await fn(ctx, job);
+    if (job.data && typeof job.data.replyTo === "string")
+      cmd.publish(n.reply(job.data.replyTo), JSON.stringify({ queue: job.queueName, id: job.id, outcome: out })).catch(() => {});
+    return out;
   };
-  const shared = new bullmq.Worker(n.oneshot, (job) => oneShot(ctx, job), { ...workerOpts, maxStalledCount: 1 });
+  const shared = new bullmq.Worker(n.oneshot, replying(oneShot), { ...workerOpts, maxStalledCount: 1 });
   // A session's calls are never run twice: a stalled one fails at once.
-  const own = new bullmq.Worker(n.host(id), (job) => sessionOp(ctx, job), { ...workerOpts, maxStalledCount: 0 });
+  const own = new bullmq.Worker(n.host(id), replying(sessionOp), { ...workerOpts, maxStalledCount: 0 });
   for (const w of [shared, own]) {
-    w.on("completed", onDone);
     w.on("error", () => {}); // Redis gone: BullMQ retries by itself
   }
 

@@ -14,7 +14,8 @@ const FAST = ["--heartbeat-ms", "300", "--lock-ms", "2000", "--stalled-ms", "100
 const CLIENT_TIMING = { pollMs: 250, viewMs: 250, redisLostS: 30 };
 
 class WorkerProc {
-  constructor(redis, { args = [], stateDir, env = {} }) {
+  constructor(redis, { args = [], stateDir, env = {}, fast = true }) {
+    this.fast = fast;
     this.redis = redis;
     this.env = env;
     this.args = args;
@@ -25,7 +26,8 @@ class WorkerProc {
   }
 
   async start() {
-    const argv = [BIN, "worker", "--redis-socket", this.redis.socket, "--state-dir", this.stateDir, ...FAST, ...this.args];
+    const argv = [BIN, "worker", "--redis-socket", this.redis.socket, "--state-dir", this.stateDir,
+      ...(this.fast ? FAST : []), ...this.args];
     const p = spawn(process.execPath, argv, { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, ...this.env } });
     this.proc = p;
     this.exit = new Promise((r) => p.once("exit", (code, signal) => r({ code, signal })));
