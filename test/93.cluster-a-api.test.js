@@ -92,6 +92,29 @@ describe("kern-sandbox/cluster: the local API over Redis (issue 35)", function (
     });
   });
 
+  it("one capacity for one-shot and session calls: a worker of capacity 4 runs at most 5 calls at once", async function () {
+    const { kernProcesses } = require("./lib/cluster");
+    await cl.withSandbox({}, async (s) => {
+      const calls = [];
+      for (let i = 0; i < 4; i++) calls.push(s.run(["sleep", "1"]));
+      await h.waitFor(() => kernProcesses().length >= 4, 5000);
+      for (let i = 0; i < 4; i++) calls.push(cl.run(["sleep", "1"]));
+      let peak = 0;
+      const watch = setInterval(() => { peak = Math.max(peak, kernProcesses().length); }, 20);
+      try {
+        for (const r of await Promise.all(calls)) assert.strictEqual(r.exitCode, 0);
+      } finally {
+        clearInterval(watch);
+      }
+      // Four session calls hold the capacity; a one-shot call still gets one
+      // slot (the floor that keeps either queue from starving), no more; the
+      // session's prewarmed box is the sixth kern. Without one capacity for
+      // both queues: 4 + 4 + 1.
+      h.note(`peak kern processes: ${peak}`);
+      assert.ok(peak >= 5 && peak <= 6, `peak ${peak}`);
+    });
+  });
+
   it("a closed or never-opened cluster Sandbox rejects with the local codes", async function () {
     const s = new cl.Sandbox();
     assert.strictEqual((await s.runCode("1").catch((e) => e)).code, "ERR_SANDBOX_NOT_OPEN");

@@ -25,6 +25,43 @@ function defaultCapacity() {
   return Math.max(1, Math.min(os.availableParallelism ? os.availableParallelism() : os.cpus().length, byMemory));
 }
 
+/** The two BullMQ Workers of a worker: the shared one-shot queue and its own. */
+function startQueues({ bullmq, ctx, cmd, n, id, capacity, timing, bullConn }) {
+  const workerOpts = { connection: bullConn, prefix: n.bullPrefix, concurrency: capacity, name: id,
+    lockDuration: timing.lockDurationMs, stalledInterval: timing.stalledIntervalMs };
+  // The outcome goes to its caller as soon as it is known, before BullMQ
+  // records it (moveToFinished is one more round trip on the call's path);
+  // the recorded return value is what a caller that missed the message polls.
+  // One capacity for both queues: each BullMQ Worker may take what the
+  // other leaves (at least one, so the sessions pinned here are never
+  // starved: the boxes may pass capacity by one).
+  const active = { shared: 0, own: 0 };
+  let shared = null;
+  let own = null;
+  const rebalance = () => {
+    if (shared) shared.concurrency = Math.max(1, capacity - active.own);
+    if (own) own.concurrency = Math.max(1, capacity - active.shared);
+  };
+  const replying = (side, fn) => async (job) => {
+    active[side]++;
+    rebalance();
+    let out;
+    try {
+      out = await fn(ctx, job);
+    } finally {
+      active[side]--;
+      rebalance();
+    }
+    if (job.data && typeof job.data.replyTo === "string")
+      cmd.publish(n.reply(job.data.replyTo), JSON.stringify({ queue: job.queueName, id: job.id, outcome: out })).catch(() => {});
+    return out;
+  };
+  shared = new bullmq.Worker(n.oneshot, replying("shared", oneShot), { ...workerOpts, maxStalledCount: 1 });
+  // A session's calls are never run twice: a stalled one fails at once.
+  own = new bullmq.Worker(n.host(id), replying("own", sessionOp), { ...workerOpts, maxStalledCount: 0 });
+  return { shared, own };
+}
+
 async function startWorker(opts = {}) {
   const { bullmq } = peers();
   const { connection, prefix, stateDir } = opts;
@@ -48,20 +85,7 @@ async function startWorker(opts = {}) {
   cmd.on("error", () => {}); // reconnects by itself; a job's own call reports what failed
   sub.on("error", () => {});
   const bullConn = conn.bull;
-  const workerOpts = { connection: bullConn, prefix: n.bullPrefix, concurrency: capacity, name: id,
-    lockDuration: timing.lockDurationMs, stalledInterval: timing.stalledIntervalMs };
-  // The outcome goes to its caller as soon as it is known, before BullMQ
-  // records it (moveToFinished is one more round trip on the call's path);
-  // the recorded return value is what a caller that missed the message polls.
-  const replying = (fn) => async (job) => {
-    const out = await fn(ctx, job);
-    if (job.data && typeof job.data.replyTo === "string")
-      cmd.publish(n.reply(job.data.replyTo), JSON.stringify({ queue: job.queueName, id: job.id, outcome: out })).catch(() => {});
-    return out;
-  };
-  const shared = new bullmq.Worker(n.oneshot, replying(oneShot), { ...workerOpts, maxStalledCount: 1 });
-  // A session's calls are never run twice: a stalled one fails at once.
-  const own = new bullmq.Worker(n.host(id), replying(sessionOp), { ...workerOpts, maxStalledCount: 0 });
+  const { shared, own } = startQueues({ bullmq, ctx, cmd, n, id, capacity, timing, bullConn });
   for (const w of [shared, own]) {
     w.on("error", () => {}); // Redis gone: BullMQ retries by itself
   }
