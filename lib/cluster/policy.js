@@ -104,9 +104,9 @@ function checkCallOptions(policy, call = {}) {
 }
 
 /** Whether a call that ran partly may be run again elsewhere: a one-shot
- * call without network (no effect outside its own box). */
+ * call without network and without host mounts (no effect outside its own box). */
 function mayRunTwice(opts = {}) {
-  return !(opts.network === true || nonEmpty(opts.egressAllow) || has(opts, "setup"));
+  return !(opts.network === true || nonEmpty(opts.egressAllow) || has(opts, "setup") || nonEmpty(opts.mounts));
 }
 
 module.exports = { normalizePolicy, checkSessionOptions, checkCallOptions, mayRunTwice, DEFAULT_POLICY };
