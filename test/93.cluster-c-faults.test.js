@@ -12,10 +12,26 @@ const { RedisServer, requireRedis } = require("./lib/redis");
 const { WorkerProc, kernProcesses, censusZero, CLIENT_TIMING } = require("./lib/cluster");
 const { connect } = require("../lib/cluster");
 
-/** The worker whose process started the box that runs now (kern's parent). */
-function workerOfBox(workers) {
-  const parents = new Set(h.processes().filter((p) => kernProcesses().includes(p.pid)).map((p) => p.ppid));
-  return workers.find((w) => parents.has(w.pid));
+/** The worker whose process started the box that runs now: an ancestor of
+ * a kern process or of a box's workload (it runs in its workspace, under its
+ * worker's run dir). Waits up to 2 s for one. */
+async function workerOfBox(workers, stateDir) {
+  let found;
+  await h.waitFor(() => {
+    const all = h.processes();
+    const parent = new Map(all.map((p) => [p.pid, p.ppid]));
+    const pids = new Set(workers.map((w) => w.pid));
+    for (const start of [...kernProcesses(), ...h.processesIn(stateDir)]) {
+      for (let p = start, i = 0; p > 1 && i < 32; p = parent.get(p), i++) {
+        if (pids.has(p)) {
+          found = workers.find((w) => w.pid === p);
+          return true;
+        }
+      }
+    }
+    return false;
+  }, 2000);
+  return found;
 }
 
 const lines = (f) => (fs.existsSync(f) ? fs.readFileSync(f, "utf8").split("\n").filter(Boolean).length : 0);
@@ -70,7 +86,7 @@ describe("kern-sandbox/cluster: failure rules (issue 35, G4)", function () {
     const t0 = Date.now();
     const p = cl.run(["sh", "-c", `echo x >> ${shq(runs)}; sleep 1.5; echo done`]);
     assert.ok(await h.waitFor(() => lines(runs) === 1, 10000), "the call started");
-    const victim = workerOfBox(workers);
+    const victim = await workerOfBox(workers, stateDir);
     assert.ok(victim, "a worker runs the box");
     await victim.kill();
     const r = await p;
@@ -93,11 +109,11 @@ describe("kern-sandbox/cluster: failure rules (issue 35, G4)", function () {
     // everything in the box along.
     const p = cl.run(["sh", "-c", `echo x >> ${shq(runs)}; exec sleep 30`]).catch((e) => e);
     assert.ok(await h.waitFor(() => lines(runs) === 1, 10000));
-    const first = workerOfBox(workers);
+    const first = await workerOfBox(workers, stateDir);
     await first.kill();
     // No other worker yet: the second run waits for the survivor to take it.
     assert.ok(await h.waitFor(() => lines(runs) === 2, 15000), "it ran again elsewhere");
-    const second = workerOfBox(workers);
+    const second = await workerOfBox(workers, stateDir);
     assert.ok(second && second !== first);
     await startWorker(); // a third worker is alive: the call must still not run a third time
     const t0 = Date.now();
@@ -114,7 +130,7 @@ describe("kern-sandbox/cluster: failure rules (issue 35, G4)", function () {
     const t0 = Date.now();
     const p = cl.run(["sh", "-c", `echo x >> ${shq(runs)}; exec sleep 5`], { network: true }).catch((e) => e);
     assert.ok(await h.waitFor(() => lines(runs) === 1, 10000));
-    await workerOfBox(workers).kill();
+    await (await workerOfBox(workers, stateDir)).kill();
     const e = await p;
     assert.strictEqual(e.code, "ERR_SANDBOX_HOST_LOST", String(e && e.stack));
     h.note(`rejected ${Date.now() - t0} ms after the call (<= 30 s)`);
@@ -147,7 +163,7 @@ describe("kern-sandbox/cluster: failure rules (issue 35, G4)", function () {
     const runs = path.join(marks, "runs");
     const p = cl.run(["sh", "-c", `echo x >> ${shq(runs)}; sleep 1; echo done`]);
     assert.ok(await h.waitFor(() => lines(runs) === 1, 10000));
-    const w = workerOfBox(workers);
+    const w = await workerOfBox(workers, stateDir);
     const exit = w.stop();
     const r = await p;
     assert.deepStrictEqual([r.stdout, lines(runs)], ["done\n", 1]);

@@ -77,7 +77,7 @@ class Cluster {
     this.#cmd.on("error", () => {});
     this.#sub.on("error", () => {});
     this.#bullConn = this.#conn.bull;
-    this.#view = new WorkerView(this.#cmd, this.#n);
+    this.#view = new WorkerView(this.#cmd, this.#n, this.#timing.viewMs);
     this.#calls = new Calls({ bullmq, queues: (name) => this.#queue(name), workers: this.#view, timing: this.#timing,
       publishAbort: (key) => this.#cmd.publish(this.#n.abort, key).catch(() => {}) });
     this.#view.onDead = (id) => this.#calls.failWorker(id, "the session's worker died (its heartbeat stopped)");

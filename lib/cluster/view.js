@@ -2,11 +2,19 @@
 
 // A client's view of the live workers, from their heartbeats (refreshed
 // every viewMs): who is alive, with what policy, capacity and load.
+//
+// A heartbeat key that is missing is not yet a death: after a Redis restart
+// without persistence, or a pause past the keys' TTL, every key is gone at
+// once while every worker is alive and writes its key again within its
+// heartbeat period. A worker is dead once its key has been missing for one
+// heartbeat period and a refresh more (it publishes its period).
 class WorkerView {
-  constructor(cmd, n) {
+  constructor(cmd, n, viewMs) {
     this.cmd = cmd;
     this.n = n;
-    this.live = new Map(); // id -> heartbeat body
+    this.viewMs = viewMs;
+    this.seen = new Map(); // id -> { body, lastSeen }
+    this.live = new Map(); // id -> heartbeat body, the alive ones
     this.onDead = () => {};
   }
 
@@ -25,24 +33,29 @@ class WorkerView {
   async refresh() {
     const ids = await this.cmd.smembers(this.n.workers);
     const bodies = ids.length ? await this.cmd.mget(ids.map((id) => this.n.worker(id))) : [];
-    const next = new Map();
-    const gone = [];
+    const now = Date.now();
     ids.forEach((id, i) => {
-      if (bodies[i] === null) gone.push(id);
-      else {
-        try {
-          next.set(id, JSON.parse(bodies[i]));
-        } catch {
-          /* not a heartbeat of ours */
-        }
+      if (bodies[i] === null) {
+        if (!this.seen.has(id)) this.seen.set(id, { body: null, lastSeen: 0 }); // never seen alive
+        return;
+      }
+      try {
+        this.seen.set(id, { body: JSON.parse(bodies[i]), lastSeen: now });
+      } catch {
+        /* not a heartbeat of ours */
       }
     });
-    // A worker whose heartbeat expired is dead: forget it for everyone.
-    if (gone.length) await this.cmd.srem(this.n.workers, ...gone);
+    const dead = [];
+    for (const [id, e] of this.seen) {
+      const grace = e.body === null ? 0 : (e.body.heartbeatMs ?? 2000) + this.viewMs;
+      if (now - e.lastSeen > grace) dead.push(id);
+    }
+    for (const id of dead) this.seen.delete(id);
+    // A dead worker is forgotten for everyone (its key expired long ago).
+    if (dead.length) await this.cmd.srem(this.n.workers, ...dead).catch(() => {});
     const before = this.live;
-    this.live = next;
-    for (const id of before.keys()) if (!next.has(id)) this.onDead(id);
-    for (const id of gone) if (!before.has(id)) this.onDead(id);
+    this.live = new Map([...this.seen].filter(([, e]) => e.body !== null).map(([id, e]) => [id, e.body]));
+    for (const id of dead) if (before.has(id) || !this.live.has(id)) this.onDead(id);
   }
 }
 

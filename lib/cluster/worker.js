@@ -104,7 +104,7 @@ async function startWorker(opts = {}) {
 
   const heartbeat = async () => {
     const body = JSON.stringify({ id, pid: process.pid, host: os.hostname(), capacity, running: ctx.running.size,
-      sessions: ctx.sessions.size, policy: ctx.policy, queue: n.host(id), ts: Date.now() });
+      sessions: ctx.sessions.size, policy: ctx.policy, queue: n.host(id), heartbeatMs: timing.heartbeatMs, ts: Date.now() });
     await cmd.multi().set(n.worker(id), body, "PX", timing.heartbeatMs * 3).sadd(n.workers, id).exec();
   };
   const sweepIdle = () => {
