@@ -177,4 +177,4 @@ class Calls {
   }
 }
 
-module.exports = { Calls };
+module.exports = { Calls, withTimeout };

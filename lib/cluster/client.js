@@ -9,7 +9,7 @@ const { names: namesOf } = require("./names");
 const { checkSessionOptions, checkCallOptions, mayRunTwice } = require("./policy");
 const { toWire } = require("./wire");
 const { WorkerView } = require("./view");
-const { Calls } = require("./calls");
+const { Calls, withTimeout } = require("./calls");
 const { makeSandboxClass } = require("./session");
 const { sandboxError } = require("../errors");
 const { abortError } = require("../abort");
@@ -116,7 +116,7 @@ class Cluster {
       if (signal && signal.aborted) throw abortError(signal);
       if (Date.now() > end) throw sandboxError("ERR_SANDBOX_QUEUE_TIMEOUT", "no cluster worker is alive");
       await new Promise((r) => setTimeout(r, Math.min(200, this.#timing.viewMs)));
-      await this.#view.refresh().catch(() => {});
+      await withTimeout(this.#view.refresh(), 3000).catch(() => {});
     }
     return this.#view.list();
   }
@@ -137,7 +137,13 @@ class Cluster {
     }
     for (const p of await this.#liveWorkers(queueTimeoutS, signal)) checkSessionOptions(p.policy, w);
     const n = this.#n;
-    if (await this.#queue(n.oneshot).getWaitingCount() >= this.#maxQueued)
+    // Bounded as every wait on Redis is: a Redis that does not answer makes
+    // the call reject after redisLostS, never hang.
+    const waiting = await withTimeout(this.#queue(n.oneshot).getWaitingCount(), this.#timing.redisLostS * 1000)
+      .catch((e) => {
+        throw sandboxError("ERR_SANDBOX_HOST_LOST", `Redis unreachable: ${e.message}`, { cause: e });
+      });
+    if (waiting >= this.#maxQueued)
       throw sandboxError("ERR_SANDBOX_QUEUE_FULL", `the cluster's queue already holds maxQueued (${this.#maxQueued}) calls`);
     const data = { v: 1, kind, ...payload, opts: toWire(w), call: toWire(call), replyTo: this.#clientId,
       rerun: mayRunTwice(w), deadline: queueTimeoutS === null ? null : Date.now() + queueTimeoutS * 1000 };

@@ -90,3 +90,51 @@ describe("kern-sandbox/cluster: long faults (issue 35, G4)", function () {
     // (sessionIdleS); the workers close it when they stop (after()).
   });
 });
+
+describe("kern-sandbox/cluster: Redis unreachable past redisLostS (issue 35)", function () {
+  this.timeout(h.startWait(60000));
+  let redis = null;
+  let worker = null;
+  let stateDir;
+
+  before(async function () {
+    requireRedis(this);
+    redis = await new RedisServer().start();
+    stateDir = h.tmpDir("cl-state-");
+    worker = await new WorkerProc(redis, { stateDir, args: ["--capacity", "2"] }).start();
+  });
+
+  after(async function () {
+    if (redis && redis.proc) redis.proc.kill("SIGCONT"); // whatever the test did
+    if (worker) assert.deepStrictEqual(await worker.stop(), { code: 0, signal: null }, worker.stderr);
+    if (redis) await redis.dispose();
+    if (worker) assert.deepStrictEqual(await censusZero(stateDir), { kern: 0, runDirs: [] });
+  });
+
+  it("every call in flight, and one made meanwhile, rejects with ERR_SANDBOX_HOST_LOST after redisLostS", async function () {
+    const cl = await connect({ connection: redis.connection, timing: { ...CLIENT_TIMING, redisLostS: 3 } });
+    try {
+      const p1 = cl.run(["sleep", "1"]).catch((e) => e);
+      await h.sleep(300);
+      redis.proc.kill("SIGSTOP");
+      const t0 = Date.now();
+      const p2 = cl.run(["true"]).catch((e) => e); // made while Redis does not answer
+      let e1;
+      let e2;
+      try {
+        [e1, e2] = await Promise.all([p1, p2]);
+      } finally {
+        redis.proc.kill("SIGCONT");
+      }
+      const took = Date.now() - t0;
+      h.note(`${e1.code} / ${e2.code} ${took} ms after Redis stopped answering (redisLostS 3 s)`);
+      // The call in flight may have its result if the reply came before the stop.
+      assert.ok(e1.code === "ERR_SANDBOX_HOST_LOST" || e1.stdout === "", String(e1 && e1.stack));
+      assert.strictEqual(e2.code, "ERR_SANDBOX_HOST_LOST", String(e2 && e2.stack));
+      assert.ok(took < 10000, `${took} ms`);
+      assert.ok(await h.waitFor(() => kernProcesses().length === 0, 5000));
+    } finally {
+      await cl.close();
+    }
+  });
+});
