@@ -221,9 +221,12 @@ class Cluster {
     this.#closed = true;
     clearInterval(this.#refresher);
     this.#calls.closeAll(sandboxError("ERR_SANDBOX_CLOSED", "the cluster client was closed while the call waited"));
-    await Promise.all([...this.#queueMap.values()].map((q) => q.close().catch(() => {})));
+    // Bounded: a Redis that does not answer must not hold close() up.
+    await withTimeout(Promise.all([...this.#queueMap.values()].map((q) => q.close().catch(() => {}))), 3000)
+      .catch(() => {});
     this.#sub.disconnect();
-    await this.#cmd.quit().catch(() => this.#cmd.disconnect());
+    await withTimeout(this.#cmd.quit(), 2000).catch(() => {});
+    this.#cmd.disconnect();
     this.#conn.dispose();
   }
 }

@@ -15,6 +15,7 @@ const { normalizePolicy } = require("./policy");
 const { createRunDir } = require("./rundir");
 const { oneShot, sessionOp } = require("./jobs");
 const { sandboxError } = require("../errors");
+const { withTimeout } = require("./calls");
 
 const DEFAULT_TIMING = { heartbeatMs: 2000, lockDurationMs: 10000, stalledIntervalMs: 5000, sessionIdleS: 3600 };
 
@@ -137,18 +138,23 @@ async function startWorker(opts = {}) {
           ac.abort();
         }
       }, graceS * 1000);
-      await Promise.all([shared.close(), own.close()]);
+      // BullMQ's close() waits for the running jobs (aborted past the grace).
+      await withTimeout(Promise.all([shared.close(), own.close()]), (graceS + 10) * 1000).catch(() => {});
       clearTimeout(grace);
       clearInterval(beat);
       await Promise.all([...ctx.sessions.values()].map((s) => s.sbx.close().catch(() => {})));
       ctx.sessions.clear();
-      await cmd.multi().del(n.worker(id)).srem(n.workers, id).exec().catch(() => {});
+      // Bounded: a Redis that does not answer must not hold the exit up
+      // (the heartbeat then expires by itself).
+      await withTimeout(cmd.multi().del(n.worker(id)).srem(n.workers, id).exec(), 3000).catch(() => {});
       // This worker's own queue dies with it: nothing else will serve it.
       const q = new bullmq.Queue(n.host(id), { connection: bullConn, prefix: n.bullPrefix });
-      await q.obliterate({ force: true }).catch(() => {});
-      await q.close().catch(() => {});
+      q.on("error", () => {});
+      await withTimeout(q.obliterate({ force: true }), 3000).catch(() => {});
+      await withTimeout(q.close(), 2000).catch(() => {});
       sub.disconnect();
-      await cmd.quit().catch(() => cmd.disconnect());
+      await withTimeout(cmd.quit(), 2000).catch(() => {});
+      cmd.disconnect();
       conn.dispose();
       require("fs").rmSync(run.dir, { recursive: true, force: true });
     })();
