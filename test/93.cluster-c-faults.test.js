@@ -172,6 +172,26 @@ describe("kern-sandbox/cluster: failure rules (issue 35, G4)", function () {
     assert.ok(await h.waitFor(() => !cl.workers().some((x) => x.id === w.id), 3000), "its heartbeat is gone");
   });
 
+  it("SIGTERM past --grace-s: the running call's box is killed, its caller gets ERR_SANDBOX_HOST_LOST, exit 0", async function () {
+    // A cluster of its own (another prefix): this worker is the only one.
+    const w = await new WorkerProc(redis, { stateDir, args: ["--prefix", "grace", "--grace-s", "0.5"] }).start();
+    const c2 = await connect({ connection: redis.connection, prefix: "grace", timing: CLIENT_TIMING });
+    try {
+      const p = c2.run(["sleep", "30"]).catch((e) => e);
+      assert.ok(await h.waitFor(() => kernProcesses().length >= 1, 10000));
+      const t0 = Date.now();
+      const exit = w.stop();
+      const e = await p;
+      assert.strictEqual(e.code, "ERR_SANDBOX_HOST_LOST", String(e && e.stack));
+      assert.match(e.message, /shut down before the call finished/);
+      assert.deepStrictEqual(await exit, { code: 0, signal: null }, w.stderr);
+      h.note(`rejected and exited ${Date.now() - t0} ms after SIGTERM (grace 0.5 s)`);
+    } finally {
+      await w.stop();
+      await c2.close();
+    }
+  });
+
   it("backpressure: maxQueued rejects with ERR_SANDBOX_QUEUE_FULL, queueTimeoutS with ERR_SANDBOX_QUEUE_TIMEOUT", async function () {
     const c2 = await connect({ connection: redis.connection, timing: CLIENT_TIMING, maxQueued: 2 });
     const busy = new AbortController();
