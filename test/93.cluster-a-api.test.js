@@ -14,6 +14,13 @@ const { WorkerProc, censusZero, CLIENT_TIMING } = require("./lib/cluster");
 const { PROGRAMS, comparable } = require("./lib/equality");
 const kern = require("..");
 
+/** A file holding a preload script (for `node --require`). */
+function writeHide(text) {
+  const f = require("path").join(h.tmpDir("hide-"), "hide-bullmq.js");
+  require("fs").writeFileSync(f, text);
+  return f;
+}
+
 // A .pyc holds its source's path, here the host path of the workspace (the
 // double runs boxes on the host), which is longer under a worker's run dir:
 // its size is the one field that may differ.
@@ -49,6 +56,20 @@ describe("kern-sandbox/cluster: the local API over Redis (issue 35)", function (
     assert.strictEqual(probe("require('kern-sandbox')"), "0");
     assert.strictEqual(probe("require('kern-sandbox/cluster')"), "0");
     assert.notStrictEqual(probe("require('kern-sandbox/cluster').startWorker({}).catch(() => {})"), "0");
+  });
+
+  it("without bullmq: ERR_SANDBOX_MISSING_PEER naming the npm command (positive control: with it, no such error)", function () {
+    // A preload that makes bullmq unresolvable, as on a machine without it.
+    const hide = "const M = require('module'); const r = M._resolveFilename; M._resolveFilename = function (req, ...a) { " +
+      "if (req === 'bullmq') { const e = new Error(\"Cannot find module 'bullmq'\"); e.code = 'MODULE_NOT_FOUND'; throw e; } " +
+      "return r.call(this, req, ...a); };";
+    const probe = (preload) => execFileSync(process.execPath, [...preload, "-e",
+      `require('kern-sandbox/cluster').connect({ connection: { path: ${JSON.stringify(redis.socket)} } })` +
+      ".then((c) => c.close().then(() => console.log('connected')), (e) => console.log(e.name, e.code, e.message))"],
+    { cwd: h.repo, encoding: "utf8", timeout: 20000 }).trim();
+    const without = probe(["--require", writeHide(hide)]);
+    assert.match(without, /^SandboxError ERR_SANDBOX_MISSING_PEER .*npm install bullmq@\^5/);
+    assert.strictEqual(probe([]), "connected");
   });
 
   it("a one-shot runCode and run give the local ExecutionResult, field by field", async function () {
