@@ -82,6 +82,12 @@ describe("kern-sandbox/cluster: the local API over Redis (issue 35)", function (
     assert.deepStrictEqual([r.stdout, r.exitCode, r.success], ["a\nb", 0, true]);
     const t = await cl.runCode("while True: pass", { timeoutS: 0.5 });
     assert.strictEqual(t.fault.type, "timeout");
+    // stdin as a Buffer or a string crosses Redis exactly.
+    const bytes = Buffer.from(Array.from({ length: 3000 }, (_, i) => i % 256));
+    assert.strictEqual((await cl.run(["wc", "-c"], { stdin: bytes })).stdout.trim(), "3000");
+    assert.strictEqual((await cl.runCode("import sys; print(sys.stdin.read()[::-1])", { stdin: "abc" })).stdout, "cba\n");
+    const stream = await cl.run(["cat"], { stdin: require("stream").Readable.from(["x"]) }).catch((e) => e);
+    assert.strictEqual(stream.code, "ERR_SANDBOX_NOT_SUPPORTED");
   });
 
   it("rich results come back as Result objects with their formats", async function () {
