@@ -19,6 +19,8 @@ policy (a job asking for more is refused, never clamped):
   --allow-env            jobs may carry env (its values then sit in Redis)
   --allow-network        jobs may ask for network, egressAllow and setup
   --allow-mounts         jobs may ask for host mounts
+timing (tests, tuning):
+  --heartbeat-ms N (2000)  --lock-ms N (BullMQ lockDuration, 10000)  --stalled-ms N (stalledInterval, 5000)
 `;
 
 const NUMBER_FLAGS = { "--capacity": "capacity", "--grace-s": "graceS", "--max-memory-mb": "maxMemoryMb",
