@@ -109,7 +109,7 @@ async function clusterFigures({ row, median, pct, QUICK, loop }) {
   const workers = [];
   const n = QUICK ? 100 : 300;
   try {
-    workers.push(await muted(() => new WorkerProc(redis, { stateDir, fast: false }).start()));
+    workers.push(await muted(() => new WorkerProc(redis, { stateDir, fast: false, args: ["--warm", "1"] }).start()));
     const cl = await connect({ connection: redis.connection });
     try {
       // Per-call overhead: local and cluster sessions interleaved in rounds.
@@ -152,7 +152,7 @@ async function clusterFigures({ row, median, pct, QUICK, loop }) {
         `${perSession.toFixed(1)} per session call, ${perOneShot.toFixed(1)} per one-shot call`, "-", null);
       // Throughput with 1 and 2 workers (this machine's cores are shared by both).
       const one = await throughput(cl, n, 8);
-      workers.push(await muted(() => new WorkerProc(redis, { stateDir, fast: false }).start()));
+      workers.push(await muted(() => new WorkerProc(redis, { stateDir, fast: false, args: ["--warm", "1"] }).start()));
       await h.waitFor(() => cl.workers().length === 2, 5000);
       const two = await throughput(cl, n, 8);
       row(`cluster: one-shot run(["true"]) throughput, 8 in flight (${require("os").cpus().length} cores shared by the workers and this client)`,

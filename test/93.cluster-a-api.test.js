@@ -142,6 +142,41 @@ describe("kern-sandbox/cluster: the local API over Redis (issue 35)", function (
     });
   });
 
+  it("prewarmed one-shot calls (--warm 1): a box started ahead, a fresh workspace per call", async function () {
+    const { kernProcesses } = require("./lib/cluster");
+    const w = await new WorkerProc(redis, { stateDir, args: ["--prefix", "warm", "--capacity", "2", "--warm", "1"] }).start();
+    const c2 = await require("../lib/cluster").connect({ connection: redis.connection, prefix: "warm", timing: CLIENT_TIMING });
+    try {
+      // The warm session's idle box: processes under the worker before the call.
+      const under = () => {
+        const all = h.processes();
+        const out = new Set([w.pid]);
+        for (let grew = true; grew;) {
+          grew = false;
+          for (const p of all) if (out.has(p.ppid) && !out.has(p.pid)) { out.add(p.pid); grew = true; }
+        }
+        out.delete(w.pid);
+        return out;
+      };
+      assert.ok(await h.waitFor(() => kernProcesses().length >= 1 && under().size >= 3, 10000), "a box waits");
+      const before = under();
+      const r = await c2.runCode("import os\nopen('leak.txt', 'w').write('x')\nprint(os.getppid())");
+      assert.ok(before.has(Number(r.stdout.trim())), `the call ran in a box started ahead (its init ${r.stdout.trim()})`);
+      assert.deepStrictEqual(r.files.map((f) => f.path), ["leak.txt"]);
+      // The next call has a workspace of its own, warm or not.
+      await h.waitFor(() => under().size >= 3, 5000);
+      const r2 = await c2.runCode("import os; print(sorted(os.listdir('.')))", { timeoutS: 5 });
+      assert.strictEqual(r2.stdout, "[]\n");
+      // Options a warm session cannot take run cold, and still right.
+      const r3 = await c2.runCode("print(7)", { maxOutputBytes: 1024 });
+      assert.strictEqual(r3.stdout, "7\n");
+    } finally {
+      await c2.close();
+      assert.deepStrictEqual(await w.stop(), { code: 0, signal: null }, w.stderr);
+    }
+    assert.ok(await h.waitFor(() => kernProcesses().length === 0, 5000), "the warm boxes went with the worker");
+  });
+
   it("a closed or never-opened cluster Sandbox rejects with the local codes", async function () {
     const s = new cl.Sandbox();
     assert.strictEqual((await s.runCode("1").catch((e) => e)).code, "ERR_SANDBOX_NOT_OPEN");

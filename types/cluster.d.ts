@@ -52,6 +52,8 @@ export interface WorkerOptions {
   connection: RedisConnection;
   /** Calls at once; default from the cores and memory. */
   capacity?: number;
+  /** Sessions opened ahead for one-shot calls (each used once); default capacity / 2, at least 1. */
+  warm?: number;
   policy?: WorkerPolicy;
   /** Key prefix of the cluster (default "kern-sandbox"). */
   prefix?: string;

@@ -11,6 +11,7 @@ const USAGE = `usage: kern-sandbox worker (--redis URL | --redis-socket PATH) [o
   --prefix NAME          the cluster's key prefix (default kern-sandbox)
   --state-dir DIR        where run directories live (default $TMPDIR/kern-sandbox-worker-UID)
   --grace-s N            on SIGTERM, how long running calls may go on (default 30)
+  --warm N               sessions opened ahead for one-shot calls (default capacity / 2, at least 1)
 policy (a job asking for more is refused, never clamped):
   --image REF            an allowed image (repeat; default python:3.12-slim)
   --any-image            allow every image kern has
@@ -23,7 +24,7 @@ timing (tests, tuning):
   --heartbeat-ms N (2000)  --lock-ms N (BullMQ lockDuration, 10000)  --stalled-ms N (stalledInterval, 5000)
 `;
 
-const NUMBER_FLAGS = { "--capacity": "capacity", "--grace-s": "graceS", "--max-memory-mb": "maxMemoryMb",
+const NUMBER_FLAGS = { "--capacity": "capacity", "--grace-s": "graceS", "--warm": "warm", "--max-memory-mb": "maxMemoryMb",
   "--max-cpus": "maxCpus", "--max-timeout-s": "maxTimeoutS", "--max-output-bytes": "maxOutputBytes",
   "--heartbeat-ms": "heartbeatMs", "--lock-ms": "lockDurationMs", "--stalled-ms": "stalledIntervalMs" };
 
@@ -46,9 +47,9 @@ function parse(argv) {
     else if (f === "--allow-mounts") a.policy.mounts = true;
     else if (f in NUMBER_FLAGS) {
       const v = Number(next());
-      if (!Number.isFinite(v) || v <= 0) throw new Error(`${f} needs a number > 0`);
       const k = NUMBER_FLAGS[f];
-      if (k === "capacity" || k === "graceS") a[k] = v;
+      if (!Number.isFinite(v) || v < 0 || (v === 0 && k !== "warm")) throw new Error(`${f} needs a number > 0`);
+      if (k === "capacity" || k === "graceS" || k === "warm") a[k] = v;
       else if (k.endsWith("Ms")) a.timing[k] = v;
       else a.policy[k] = v;
     } else throw new Error(`unknown argument ${JSON.stringify(f)}`);
@@ -73,7 +74,7 @@ async function main(argv) {
   }
   const cluster = require("../cluster");
   const connection = a.url ?? { path: a.socket };
-  const worker = await cluster.startWorker({ connection, capacity: a.capacity, policy: a.policy, prefix: a.prefix,
+  const worker = await cluster.startWorker({ connection, capacity: a.capacity, warm: a.warm, policy: a.policy, prefix: a.prefix,
     stateDir: a.stateDir, timing: a.timing });
   for (const dir of worker.removedRunDirs) process.stderr.write(`kern-sandbox worker: removed ${dir} of a worker that died\n`);
   process.stdout.write(`ready ${worker.id}\n`);

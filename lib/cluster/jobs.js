@@ -9,6 +9,7 @@ const { sandboxError } = require("../errors");
 const { abortError } = require("../abort");
 const { fromWire, outcome } = require("./wire");
 const { checkSessionOptions, checkCallOptions } = require("./policy");
+const { runWarm } = require("./warm");
 
 function hostLost(msg) {
   return sandboxError("ERR_SANDBOX_HOST_LOST", msg);
@@ -59,7 +60,9 @@ async function oneShot(ctx, job) {
   }
   const opts = fromWire(d.opts);
   const call = fromWire(d.call || {});
-  return abortable(ctx, key, (signal) => {
+  return abortable(ctx, key, async (signal) => {
+    const warm = await runWarm(ctx.warm, d, opts, call, signal);
+    if (warm !== null) return warm.value;
     if (d.kind === "runCode") return local.runCode(d.code, { ...opts, ...call, signal });
     return local.withSandbox({ prewarm: 0, ...opts }, (s) => s.run(d.argv, { ...call, signal }));
   });

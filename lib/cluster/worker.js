@@ -14,6 +14,7 @@ const { names: namesOf } = require("./names");
 const { normalizePolicy } = require("./policy");
 const { createRunDir } = require("./rundir");
 const { oneShot, sessionOp } = require("./jobs");
+const { WarmPool } = require("./warm");
 const { sandboxError } = require("../errors");
 const { withTimeout } = require("./calls");
 
@@ -78,8 +79,13 @@ async function startWorker(opts = {}) {
   // its run dir (lib/sandbox.js reads os.tmpdir() at each open()).
   process.env.TMPDIR = run.tmp;
 
+  // Sessions opened ahead for one-shot calls (warm.js): default one per two
+  // slots, at least one.
+  const warmSize = opts.warm ?? Math.max(1, Math.floor(capacity / 2));
+  if (!Number.isInteger(warmSize) || warmSize < 0 || warmSize > 64)
+    throw sandboxError("ERR_SANDBOX_INVALID_OPTION", "warm must be an integer 0-64");
   const ctx = { policy: normalizePolicy(opts.policy), sessions: new Map(), running: new Map(),
-    aborted: new Set(), closing: false };
+    aborted: new Set(), closing: false, warm: warmSize > 0 ? new WarmPool(warmSize) : null };
   const conn = connectionOf(connection);
   const cmd = conn.make();
   const sub = conn.make();
@@ -117,6 +123,7 @@ async function startWorker(opts = {}) {
       }
     }
   };
+  if (ctx.warm) ctx.warm.fill();
   await heartbeat();
   const beat = setInterval(() => {
     heartbeat().catch(() => {});
@@ -142,6 +149,7 @@ async function startWorker(opts = {}) {
       await withTimeout(Promise.all([shared.close(), own.close()]), (graceS + 10) * 1000).catch(() => {});
       clearTimeout(grace);
       clearInterval(beat);
+      if (ctx.warm) await ctx.warm.close();
       await Promise.all([...ctx.sessions.values()].map((s) => s.sbx.close().catch(() => {})));
       ctx.sessions.clear();
       // Bounded: a Redis that does not answer must not hold the exit up

@@ -10,6 +10,8 @@ const h = require("./harness");
 
 const BIN = path.join(h.repo, "bin", "kern-sandbox.js");
 // Heartbeat 300 ms (dead after 900 ms), locks of 2 s checked every 1 s.
+// Workers start with --warm 0 unless a test asks: the census after each
+// test counts kern processes, and a warm session holds an idle box.
 const FAST = ["--heartbeat-ms", "300", "--lock-ms", "2000", "--stalled-ms", "1000"];
 const CLIENT_TIMING = { pollMs: 250, viewMs: 250, redisLostS: 30 };
 
@@ -27,7 +29,7 @@ class WorkerProc {
 
   async start() {
     const argv = [BIN, "worker", "--redis-socket", this.redis.socket, "--state-dir", this.stateDir,
-      ...(this.fast ? FAST : []), ...this.args];
+      ...(this.fast ? FAST : []), ...(this.args.includes("--warm") ? [] : ["--warm", "0"]), ...this.args];
     const p = spawn(process.execPath, argv, { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, ...this.env } });
     this.proc = p;
     this.exit = new Promise((r) => p.once("exit", (code, signal) => r({ code, signal })));
