@@ -1,7 +1,8 @@
 "use strict";
 
 // Issue 35's chaos run (SECURITY-CASES D12): 3 workers, 500 mixed one-shot
-// calls, a worker SIGKILLed and started again every 3 s. Every call gets
+// calls, a worker SIGKILLed and started again every 3 s, prewarmed
+// one-shot sessions on (--warm 1). Every call gets
 // exactly one outcome; a call without network is rejected only when both
 // workers it ran on died; none runs twice unless a kill hit it; no box is
 // left. On the kern double (KS_CLUSTER_REAL_KERN=1: the real kern of
@@ -46,7 +47,7 @@ describe("kern-sandbox/cluster: chaos (issue 35, D12)", function () {
   });
 
   const start = async () => {
-    const w = await new WorkerProc(redis, { stateDir, env, args: ["--capacity", "2", "--allow-network", "--any-image"] }).start();
+    const w = await new WorkerProc(redis, { stateDir, env, args: ["--capacity", "2", "--warm", "1", "--allow-network", "--any-image"] }).start();
     workers.push(w);
     return w;
   };
@@ -107,10 +108,11 @@ describe("kern-sandbox/cluster: chaos (issue 35, D12)", function () {
     h.note(`${CALLS} calls, ${kills.length} kills: ${CALLS - rejected} results, ${rejected} HOST_LOST, ${reruns} re-runs`);
     assert.deepStrictEqual(bad, []);
     assert.strictEqual(outcomes.filter(Boolean).length, CALLS, "every call settled");
-    assert.ok(await h.waitFor(() => kernProcesses(kernBin).length === 0, 5000), "no kern process left");
-    // Stop the survivors, then one more start removes the dead workers' run dirs.
+    // Stop the survivors (their warm boxes go with them), then one more
+    // start removes the dead workers' run dirs.
     for (const w of workers) await w.stop();
     workers = [];
+    assert.ok(await h.waitFor(() => kernProcesses(kernBin).length === 0, 5000), "no kern process left");
     await (await start()).stop();
     workers = [];
     assert.deepStrictEqual(await censusZero(stateDir), { kern: 0, runDirs: [] });
