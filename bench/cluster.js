@@ -158,25 +158,33 @@ async function clusterFigures({ row, median, pct, QUICK, loop }) {
       row(`cluster: one-shot run(["true"]) throughput, 8 in flight (${require("os").cpus().length} cores shared by the workers and this client)`,
         `1 worker: ${one.toFixed(0)} calls/s`, `2 workers: ${two.toFixed(0)} calls/s`, "-", null);
       // A worker's death to its one-shot call running elsewhere (default
-      // timings): seen as a box (a kern process) started by the other worker.
-      const boxOwners = () => muted(() => {
-        const kernPids = new Set(h.processesUsing(process.env.KERN_BIN));
-        const parents = new Set(h.processes().filter((x) => kernPids.has(x.pid)).map((x) => x.ppid));
-        return workers.filter((w) => parents.has(w.pid));
+      // timings): seen as its workload (a sleep of a duration of its own)
+      // under the other worker.
+      const TAG = "3.217";
+      const runnerOf = () => muted(() => {
+        const all = h.processes();
+        const parent = new Map(all.map((x) => [x.pid, x.ppid]));
+        for (const x of all.filter((q) => q.argv === `sleep\0${TAG}\0`)) {
+          for (let q = x.pid, i = 0; q > 1 && i < 32; q = parent.get(q), i++) {
+            const w = workers.find((y) => y.pid === q);
+            if (w) return w;
+          }
+        }
+        return null;
       });
-      const p = cl.run(["sleep", "3"]);
-      let owners = [];
-      for (let i = 0; i < 200 && owners.length === 0; i++) {
+      const p = cl.run(["sleep", TAG]);
+      let victim = null;
+      for (let i = 0; i < 200 && victim === null; i++) {
         await h.sleep(50);
-        owners = await boxOwners();
+        victim = await runnerOf();
       }
-      const victim = owners[0];
       const t0 = Date.now();
       await muted(() => victim.kill());
       let moved = null;
       while (moved === null && Date.now() - t0 < 60000) {
         await h.sleep(100);
-        if ((await boxOwners()).some((w) => w !== victim)) moved = Date.now() - t0;
+        const w = await runnerOf();
+        if (w !== null && w !== victim) moved = Date.now() - t0;
       }
       await p;
       row("cluster: a worker's death to its one-shot call running elsewhere (default timings)", "-",

@@ -4,14 +4,18 @@
 // (each with its own fresh workspace and one box started ahead, prewarm 1)
 // and gives each to exactly one one-shot call, then closes it: a call never
 // sees another call's files. Only for calls with the default session
-// options (their timeoutS, env, stdin and language are call options);
-// others take a cold box as the local one-shot runCode does.
+// options and Python code (see warmable); others take a cold box as the
+// local one-shot runCode does.
 const local = require("../sandbox");
 
 const CALL_LEVEL = new Set(["timeoutS", "env"]);
 
-/** Whether a one-shot call's options can be served by a warm session. */
-function warmable(opts) {
+/** Whether a one-shot call can be served by a warm session: Python code
+ * (a new session starts a Python box ahead; run() or bash would leave it
+ * unused and start a cold box anyway), without stdin (a Python call with
+ * stdin takes a cold box), with the default session options. */
+function warmable(d, opts, call) {
+  if (d.kind !== "runCode" || (call.language ?? "python") !== "python" || call.stdin !== undefined) return false;
   return Object.entries(opts || {}).every(([k, v]) => CALL_LEVEL.has(k) || v === undefined);
 }
 
@@ -61,14 +65,14 @@ class WarmPool {
 
 /** Runs a one-shot call in a warm session; null when none is ready. */
 async function runWarm(pool, d, opts, call, signal) {
-  if (pool === null || !warmable(opts)) return null;
+  if (pool === null || !warmable(d, opts, call)) return null;
   const sbx = pool.take();
   if (sbx === null) return null;
   const callOpts = { ...call, signal };
   if (opts.timeoutS !== undefined) callOpts.timeoutS = opts.timeoutS;
   if (opts.env !== undefined) callOpts.env = opts.env;
   try {
-    return { value: d.kind === "runCode" ? await sbx.runCode(d.code, callOpts) : await sbx.run(d.argv, callOpts) };
+    return { value: await sbx.runCode(d.code, callOpts) };
   } finally {
     pool.retire(sbx);
   }
