@@ -145,8 +145,15 @@ async function startWorker(opts = {}) {
           ac.abort();
         }
       }, graceS * 1000);
-      // BullMQ's close() waits for the running jobs (aborted past the grace).
-      await withTimeout(Promise.all([shared.close(), own.close()]), (graceS + 10) * 1000).catch(() => {});
+      // BullMQ's close() waits for the running jobs (aborted past the grace)
+      // and their records; a Redis that does not answer would hold it (and
+      // its reconnecting clients the process) forever: then force it.
+      const gentle = await withTimeout(Promise.all([shared.close(), own.close()]), (graceS + 10) * 1000)
+        .then(() => true, () => false);
+      if (!gentle) {
+        await withTimeout(Promise.all([shared.close(true), own.close(true)]), 3000).catch(() => {});
+        await Promise.all([shared.disconnect(), own.disconnect()]).catch(() => {});
+      }
       clearTimeout(grace);
       clearInterval(beat);
       if (ctx.warm) await ctx.warm.close();
@@ -159,7 +166,7 @@ async function startWorker(opts = {}) {
       const q = new bullmq.Queue(n.host(id), { connection: bullConn, prefix: n.bullPrefix });
       q.on("error", () => {});
       await withTimeout(q.obliterate({ force: true }), 3000).catch(() => {});
-      await withTimeout(q.close(), 2000).catch(() => {});
+      await withTimeout(q.close(), 2000).catch(() => q.disconnect().catch(() => {}));
       sub.disconnect();
       await withTimeout(cmd.quit(), 2000).catch(() => {});
       cmd.disconnect();
