@@ -79,7 +79,15 @@ async function main(argv) {
   for (const dir of worker.removedRunDirs) process.stderr.write(`kern-sandbox worker: removed ${dir} of a worker that died\n`);
   process.stdout.write(`ready ${worker.id}\n`);
   await new Promise((resolve) => {
-    const stop = () => resolve();
+    const stop = () => {
+      // The drain's every step is bounded (grace, then a few seconds per
+      // Redis step); this is the backstop if one is not.
+      setTimeout(() => {
+        process.stderr.write("kern-sandbox worker: the drain did not end in time; exiting\n");
+        process.exit(0);
+      }, (a.graceS + 40) * 1000).unref();
+      resolve();
+    };
     process.once("SIGTERM", stop);
     process.once("SIGINT", stop);
   });

@@ -64,6 +64,56 @@ function startQueues({ bullmq, ctx, cmd, n, id, capacity, timing, bullConn }) {
   return { shared, own };
 }
 
+/** A worker's close(): stops taking jobs, lets running calls finish up to
+ * graceS (then kills them: their callers get ERR_SANDBOX_HOST_LOST), closes
+ * its sessions, and removes what is left of it in Redis and on disk. Every
+ * step that talks to Redis is bounded, and skipped when Redis is not there
+ * (its keys then expire by themselves): a drain always ends. */
+async function drain({ ctx, graceS, shared, own, beat, cmd, sub, conn, bullmq, bullConn, n, id, runDir }) {
+  ctx.closing = true;
+  const redisUp = () => cmd.status === "ready";
+  const grace = setTimeout(() => {
+    for (const ac of ctx.running.values()) {
+      ac.byShutdown = true;
+      ac.abort();
+    }
+  }, graceS * 1000);
+  // BullMQ's close() stops fetching, waits for the running jobs and records
+  // them; it would wait forever for a Redis that does not answer.
+  let gentle = false;
+  if (redisUp()) {
+    gentle = await withTimeout(Promise.all([shared.close(), own.close()]), (graceS + 10) * 1000).then(() => true, () => false);
+  } else {
+    await shared.pause(true).catch(() => {}); // no new job (there is none to get anyway)
+    await own.pause(true).catch(() => {});
+    const end = Date.now() + (graceS + 5) * 1000;
+    while (ctx.running.size > 0 && Date.now() < end) await new Promise((r) => setTimeout(r, 20));
+  }
+  if (!gentle) {
+    await withTimeout(Promise.all([shared.close(true), own.close(true)]), 3000).catch(() => {});
+    // (disconnect() waits for a first connection that may never come.)
+    await withTimeout(Promise.all([shared.disconnect(), own.disconnect()]), 2000).catch(() => {});
+  }
+  clearTimeout(grace);
+  clearInterval(beat);
+  if (ctx.warm) await ctx.warm.close();
+  await Promise.all([...ctx.sessions.values()].map((s) => s.sbx.close().catch(() => {})));
+  ctx.sessions.clear();
+  if (redisUp()) {
+    await withTimeout(cmd.multi().del(n.worker(id)).srem(n.workers, id).exec(), 3000).catch(() => {});
+    // This worker's own queue dies with it: nothing else will serve it.
+    const q = new bullmq.Queue(n.host(id), { connection: bullConn, prefix: n.bullPrefix });
+    q.on("error", () => {});
+    await withTimeout(q.obliterate({ force: true }), 3000).catch(() => {});
+    await withTimeout(q.close(), 2000).catch(() => withTimeout(q.disconnect(), 1000).catch(() => {}));
+  }
+  sub.disconnect();
+  if (redisUp()) await withTimeout(cmd.quit(), 2000).catch(() => {});
+  cmd.disconnect();
+  conn.dispose();
+  require("fs").rmSync(runDir, { recursive: true, force: true });
+}
+
 async function startWorker(opts = {}) {
   const { bullmq } = peers();
   const { connection, prefix, stateDir } = opts;
@@ -137,42 +187,7 @@ async function startWorker(opts = {}) {
    * session and leaves nothing of this worker in Redis or on disk. */
   const close = ({ graceS = 30 } = {}) => {
     if (closed) return closed;
-    closed = (async () => {
-      ctx.closing = true;
-      const grace = setTimeout(() => {
-        for (const ac of ctx.running.values()) {
-          ac.byShutdown = true;
-          ac.abort();
-        }
-      }, graceS * 1000);
-      // BullMQ's close() waits for the running jobs (aborted past the grace)
-      // and their records; a Redis that does not answer would hold it (and
-      // its reconnecting clients the process) forever: then force it.
-      const gentle = await withTimeout(Promise.all([shared.close(), own.close()]), (graceS + 10) * 1000)
-        .then(() => true, () => false);
-      if (!gentle) {
-        await withTimeout(Promise.all([shared.close(true), own.close(true)]), 3000).catch(() => {});
-        await Promise.all([shared.disconnect(), own.disconnect()]).catch(() => {});
-      }
-      clearTimeout(grace);
-      clearInterval(beat);
-      if (ctx.warm) await ctx.warm.close();
-      await Promise.all([...ctx.sessions.values()].map((s) => s.sbx.close().catch(() => {})));
-      ctx.sessions.clear();
-      // Bounded: a Redis that does not answer must not hold the exit up
-      // (the heartbeat then expires by itself).
-      await withTimeout(cmd.multi().del(n.worker(id)).srem(n.workers, id).exec(), 3000).catch(() => {});
-      // This worker's own queue dies with it: nothing else will serve it.
-      const q = new bullmq.Queue(n.host(id), { connection: bullConn, prefix: n.bullPrefix });
-      q.on("error", () => {});
-      await withTimeout(q.obliterate({ force: true }), 3000).catch(() => {});
-      await withTimeout(q.close(), 2000).catch(() => q.disconnect().catch(() => {}));
-      sub.disconnect();
-      await withTimeout(cmd.quit(), 2000).catch(() => {});
-      cmd.disconnect();
-      conn.dispose();
-      require("fs").rmSync(run.dir, { recursive: true, force: true });
-    })();
+    closed = drain({ ctx, graceS, shared, own, beat, cmd, sub, conn, bullmq, bullConn, n, id, runDir: run.dir });
     return closed;
   };
   return { id, capacity, policy: ctx.policy, runDir: run.dir, removedRunDirs: run.removed,

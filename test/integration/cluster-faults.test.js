@@ -138,3 +138,27 @@ describe("kern-sandbox/cluster: Redis unreachable past redisLostS (issue 35)", f
     }
   });
 });
+
+describe("kern-sandbox/cluster: a drain while Redis goes away (issue 35)", function () {
+  this.timeout(h.startWait(60000));
+
+  it("redis-server gone, then SIGTERM: the worker still exits 0 and leaves nothing", async function () {
+    requireRedis(this);
+    const redis = await new RedisServer().start();
+    const stateDir = h.tmpDir("cl-state-");
+    const w = await new WorkerProc(redis, { stateDir, args: ["--grace-s", "2", "--warm", "1"] }).start();
+    try {
+      await redis.stop("SIGKILL");
+      await h.sleep(300); // its clients see the socket close and start reconnecting
+      const t0 = Date.now();
+      const exit = w.stop();
+      assert.deepStrictEqual(await exit, { code: 0, signal: null }, w.stderr);
+      h.note(`exited ${Date.now() - t0} ms after SIGTERM`);
+      assert.ok(Date.now() - t0 < 20000);
+      assert.deepStrictEqual(await censusZero(stateDir), { kern: 0, runDirs: [] });
+    } finally {
+      await w.kill();
+      await redis.dispose();
+    }
+  });
+});
