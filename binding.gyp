@@ -13,6 +13,7 @@
         "csrc/core/box/box-tail.c",
         "csrc/core/box/box-feed.c",
         "csrc/core/box/fdpass.c",
+        "csrc/core/box/box-proc.c",
         "csrc/core/box/feed.c",
         "csrc/core/box/boxstate.c",
         "csrc/core/box/channel.c",

@@ -37,6 +37,7 @@ const { normalizeOptions } = require("../lib/options");
 const init = require("../lib/init");
 const { ENGINE } = require("../lib/internal");
 const { watchClosesSettled } = require("../lib/census");
+const { processes: processFigures } = require("./processes");
 
 const median = (xs) => {
   const s = [...xs].sort((a, b) => a - b);
@@ -757,8 +758,9 @@ async function idleLoop() {
     `Node ${process.version}${QUICK ? ", quick" : ""}`);
   const idle = await idleLoop();
   loop.enable();
+  const processes = () => processFigures({ Sandbox, h, row, median, quick: QUICK, loop });
   const figures = { perCallOverhead, bigWorkspaceOverhead, concurrency, timeoutPrecision, flood,
-    snapshots, oneShot, closeCost, prewarmed, kernel, flood10g,
+    snapshots, oneShot, closeCost, prewarmed, kernel, processes, flood10g,
     // kern-sandbox/cluster (issue 35): bench/cluster.js.
     cluster: () => require("./cluster").clusterFigures({ row, median, pct, QUICK, loop }) };
   const onRequest = ["flood10g"];

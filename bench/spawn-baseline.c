@@ -156,7 +156,7 @@ static int send_spec(struct child *c) {
   return write(c->chan, frame, sizeof h + len) == (ssize_t) (sizeof h + len) ? 0 : -1;
 }
 
-/* -r: waits for the REPORT frame (a waiting init's TAKEN before it is
+/* -r: waits for the REPORT frame (the TAKEN and STARTED before it are
  * skipped), releases the init; kern becomes a tail. */
 static void settle_at_report(struct child *c) {
   char frame[sizeof(struct ks_init_frame_header) + sizeof(struct ks_init_report)];
@@ -166,13 +166,13 @@ static void settle_at_report(struct child *c) {
     if (n <= 0)
       break; /* no init (the test double): its EOF, at the box's end */
     got += (size_t) n;
-    if (got >= sizeof(struct ks_init_frame_header)) {
+    while (got >= sizeof(struct ks_init_frame_header)) {
       struct ks_init_frame_header h;
       memcpy(&h, frame, sizeof h);
-      if (h.type == KS_INIT_TAKEN) { /* empty: the report follows */
-        got -= sizeof h;
-        memmove(frame, frame + sizeof h, got);
-      }
+      if (h.type != KS_INIT_TAKEN && h.type != KS_INIT_STARTED)
+        break;
+      got -= sizeof h; /* empty: the report follows */
+      memmove(frame, frame + sizeof h, got);
     }
   }
   (void) shutdown(c->chan, SHUT_WR);

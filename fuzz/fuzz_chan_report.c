@@ -8,6 +8,8 @@
  *     loop always ends), and at most what it is given;
  *   - the state never goes back: READING -> DONE or BAD, and once there it
  *     stays whatever follows, taking everything and completing nothing;
+ *   - TAKEN, ATTACH and STARTED complete as their frames end, in order,
+ *     any number of times before the report;
  *   - REPORT is completed exactly once, exactly when the state becomes DONE,
  *     and only for a report the rules accept (checked here against the rules
  *     written out independently, on the frame's own bytes);
@@ -39,7 +41,7 @@ static bool ref_report_valid(const uint8_t *p) {
 
 struct outcome {
   enum ks_chan_state state;
-  unsigned events[4];
+  unsigned events[5];
   char seq[64]; /* the first events in order */
   size_t nseq;
 };
@@ -86,10 +88,14 @@ static void reference(const uint8_t *p, size_t size, struct outcome *o) {
     struct ks_init_frame_header h;
     size_t want;
     memcpy(&h, p + at, sizeof h);
+    int ev;
     want = h.type == KS_INIT_REPORT ? sizeof(struct ks_init_report) : 0;
-    if (h.magic != KS_INIT_FRAME_MAGIC ||
-        (h.type != KS_INIT_TAKEN && h.type != KS_INIT_ATTACH && h.type != KS_INIT_REPORT) ||
-        h.len != want) {
+    ev = h.type == KS_INIT_TAKEN     ? KS_CHAN_TAKEN
+         : h.type == KS_INIT_ATTACH  ? KS_CHAN_ATTACH
+         : h.type == KS_INIT_STARTED ? KS_CHAN_STARTED
+         : h.type == KS_INIT_REPORT  ? KS_CHAN_REPORT
+                                     : -1;
+    if (h.magic != KS_INIT_FRAME_MAGIC || ev < 0 || h.len != want) {
       o->state = KS_CHAN_BAD;
       return;
     }
@@ -99,11 +105,9 @@ static void reference(const uint8_t *p, size_t size, struct outcome *o) {
       o->state = KS_CHAN_BAD;
       return;
     }
-    o->events[h.type == KS_INIT_TAKEN ? KS_CHAN_TAKEN
-               : h.type == KS_INIT_ATTACH ? KS_CHAN_ATTACH : KS_CHAN_REPORT]++;
+    o->events[ev]++;
     if (o->nseq < sizeof o->seq)
-      o->seq[o->nseq++] = (char) (h.type == KS_INIT_TAKEN ? KS_CHAN_TAKEN
-                                  : h.type == KS_INIT_ATTACH ? KS_CHAN_ATTACH : KS_CHAN_REPORT);
+      o->seq[o->nseq++] = (char) ev;
     at += HDR + want;
     if (h.type == KS_INIT_REPORT) {
       o->state = KS_CHAN_DONE;

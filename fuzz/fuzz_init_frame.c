@@ -9,13 +9,18 @@
  *
  * Properties:
  *   F1. Accepted exactly when the bytes begin with a header of the magic
- *       and the wanted type, its len within the cap, and len more bytes.
+ *       and the wanted type (a SPEC's with or without KS_INIT_SAY_STARTED),
+ *       its len within the cap, and len more bytes.
  *   F2. Accepted: the body is exactly those len bytes, NUL-terminated past
  *       len; the descriptor is there exactly when one was sent, and it is
  *       close-on-exec.
  *   F3. Refused: no body and no descriptor; either way no descriptor leaks
  *       (the count of open descriptors is what it was).
- *   F4. No access outside the buffers (ASan). */
+ *   F4. No access outside the buffers (ASan).
+ *   F5. The same bytes as a whole SIGNAL frame (ks_init_parse_signal): a
+ *       signal exactly when they are one header of the magic, type SIGNAL
+ *       and len 8, then a signo of 1-64 and a reserved 0; -1 otherwise.
+ *   F6. Accepted: the flags returned are exactly those the type carried. */
 #include "fuzz_common.h"
 
 #include <sys/socket.h>
@@ -66,8 +71,20 @@ static void ks__send(int s, const uint8_t *p, size_t n, int fd) {
     ks_fuzz_fail("sendmsg of %zu bytes failed: %s", n, strerror(errno));
 }
 
+/* F5's rule, written out on its own. */
+static int ref_signal(const uint8_t *p, size_t n) {
+  uint32_t w[5];
+  if (n != sizeof w)
+    return -1;
+  memcpy(w, p, sizeof w);
+  if (w[0] != KS_INIT_FRAME_MAGIC || w[1] != KS_INIT_SIGNAL || w[2] != 8 || w[4] != 0 ||
+      (int32_t) w[3] < 1 || (int32_t) w[3] > 64)
+    return -1;
+  return (int) w[3];
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  uint32_t want;
+  uint32_t want, allowed, flags;
   bool with_fd, split;
   size_t cut;
   const uint8_t *bytes;
@@ -85,6 +102,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (size < 2 || size - 2 > FRAME_INPUT_MAX)
     return 0;
   want = (data[0] & 1) ? KS_INIT_STDIN : KS_INIT_SPEC;
+  /* ks-init takes SPEC with its flag (KS_INIT_SAY_STARTED), STDIN with none. */
+  allowed = want == KS_INIT_SPEC ? KS_INIT_SAY_STARTED : 0;
+  flags = allowed;
   with_fd = (data[0] & 2) != 0;
   split = (data[0] & 4) != 0;
   bytes = data + 2;
@@ -113,12 +133,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 
   if (n >= sizeof h) {
     memcpy(&h, bytes, sizeof h);
-    valid = h.magic == KS_INIT_FRAME_MAGIC && h.type == want && h.len <= CAP &&
+    valid = h.magic == KS_INIT_FRAME_MAGIC && (h.type & ~allowed) == want && h.len <= CAP &&
             n - sizeof h >= h.len;
   }
-  r = ks_init_recv_frame(sp[1], want, CAP, &body, &len, &fd);
+  r = ks_init_recv_frame(sp[1], want, CAP, &body, &len, &fd, &flags);
   CHECK((r == 0) == valid); /* F1 */
   if (r == 0) {
+    CHECK(flags == (h.type & allowed)); /* F6 */
     CHECK(body != NULL && len == h.len && memcmp(body, bytes + sizeof h, len) == 0 &&
           body[len] == '\0'); /* F2 */
     CHECK((fd >= 0) == with_fd);
@@ -133,5 +154,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   close(sp[0]);
   close(sp[1]);
   CHECK(ks__open_fds() == before); /* F3 */
+  CHECK(ks_init_parse_signal(bytes, n) == ref_signal(bytes, n)); /* F5 */
   return 0;
 }

@@ -371,12 +371,15 @@ def report(end, value, flags=0, reserved=0, utime=1500, stime=700, maxrss=9000):
 
 def channel_seeds():
     # The first byte of each seed picks the chunk size the target feeds in.
-    taken, attach = frame(2), frame(3)
+    taken, attach, started = frame(2), frame(3), frame(6)
     return {
         "exit0": b"\x00" + report(EXITED, 0),
         "exit3-chunked": b"\x02" + report(EXITED, 3),
         "taken-then-exit": b"\x05" + taken + report(EXITED, 0),
         "attach-then-sigkill": b"\x00" + attach + report(SIGNALED, 9),
+        "started-then-exit": b"\x04" + started + report(EXITED, 0),
+        "taken-started-exit": b"\x07" + taken + started + report(EXITED, 2),
+        "started-bad-len": b"\x00" + frame(6, length=1) + b"x",
         "segv-core": b"\x03" + report(SIGNALED, 11, flags=1),
         "bad-magic": b"\x00" + frame(4, b"\0" * 40, magic=0x3152534B),
         "bad-type": b"\x00" + frame(9),
@@ -397,6 +400,8 @@ def init_frame_seeds():
         "spec-with-fd": b"\x02\x00" + spec,
         "spec-split-fd": b"\x06\x05" + spec,
         "stdin-fd": b"\x03\x00" + frame(5),
+        "signal-term": b"\x00\x00" + frame(7, struct.pack("=iI", 15, 0)),
+        "signal-bad-signo": b"\x00\x00" + frame(7, struct.pack("=iI", 65, 0)),
         "stdin-no-fd": b"\x01\x00" + frame(5),
         "stdin-wrong-type": b"\x03\x00" + frame(1, b"x\0"),
         "spec-short-body": b"\x00\x00" + frame(1, length=40) + b"abc",

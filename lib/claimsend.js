@@ -16,8 +16,9 @@ const init = require("./init");
  * still to read), the engine sends the frame after its own begin. What
  * could not be sent (none, if the box has gone) goes to the engine in
  * claim.spec. A call with stdin leaves the whole frame to the engine: the
- * pipe's read end rides on the frame's first byte (ks__spec_send). */
-function sendSpec(box, command, claim, watch, withStdin) {
+ * pipe's read end rides on the frame's first byte (ks__spec_send). So does
+ * a process's (withStdin true), whose frame asks for STARTED. */
+function sendSpec(box, command, claim, watch, withStdin, process = false) {
   const channel = box.channel;
   box.channel = false;
   const begun = channel && !withStdin && watch !== null ? binding.watchBegin(watch) : null;
@@ -30,7 +31,7 @@ function sendSpec(box, command, claim, watch, withStdin) {
     claim.claimOnly = true; // the box has the argv: the call is that box's or none
     return;
   }
-  const frame = init.specFrame(command);
+  const frame = init.specFrame(command, process);
   claim.spec = unsent > 0 ? frame.subarray(frame.length - unsent) : frame;
 }
 

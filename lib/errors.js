@@ -30,7 +30,10 @@ const CODES = Object.freeze({
   ERR_SANDBOX_NOT_SUPPORTED: "not available here: snapshot without its opt-in, rollback on a shared " +
     "kernel, kernel() without the in-box init",
   ERR_SANDBOX_SNAPSHOT_REFUSED: "a snapshot or an archive to restore was refused (when no system code says why)",
-  ERR_SANDBOX_MISSING_PEER: "an optional peer dependency of a subpath (kern-sandbox/cluster: bullmq) is not installed",
+  ERR_SANDBOX_PORT_UNAVAILABLE: "a published port could not be had: its host port was taken three times over (spawn with ports)",
+  ERR_SANDBOX_PORT_NOT_READY: "no listener answered through a published port in time, or the process exited first (waitForPort)",
+  ERR_SANDBOX_MISSING_PEER: "an integration's framework (an optional peer dependency) is not installed: the " +
+    "message names the npm install command",
   ERR_SANDBOX_POLICY_REFUSED: "a cluster call asks for what the workers' policy forbids (refused, never clamped)",
   ERR_SANDBOX_HOST_LOST: "the cluster worker running the call (or the session's worker) died or shut down, " +
     "or Redis stayed unreachable",

@@ -88,6 +88,9 @@ function classify(raw, ctx) {
 
   if (raw.timedOut)
     return fault("timeout", `the call ran past its ${ctx.timeoutS}s limit; the binding killed the box`);
+  // A process's kill() (its signal, then the box after the grace): the
+  // caller asked for this end, whatever status it left.
+  if (raw.killedByCaller) return null;
   if (raw.cancelled) {
     return killed(false,
       "the box was killed because its Sandbox was closed while it ran");

@@ -3,6 +3,7 @@
 const { Sandbox, withSandbox, runCode } = require("./sandbox");
 const { ExecutionResult, Result } = require("./result");
 const { Kernel } = require("./kernel");
+const { BoxProcess } = require("./process");
 const { SandboxError, MountRefused } = require("./errors");
 const { AbortError } = require("./abort");
 const { isKilledFault } = require("./faults");
@@ -20,6 +21,7 @@ module.exports = {
   isKilledFault,
   Result,
   Kernel,
+  BoxProcess,
   doctor,
   version,
 };

@@ -14,6 +14,7 @@ export const {
   isKilledFault,
   Result,
   Kernel,
+  BoxProcess,
   doctor,
   version,
 } = kern;

@@ -159,9 +159,11 @@ function removeStaleDirs(tmpdir) {
 }
 
 /** The box command that runs `command` under the init, started now; with
- * stdin, its stdin pipe comes first on the channel (a STDIN frame). */
-function coldCommand(command, apparmor, stdin = false) {
-  return [BOX_PATH, ...apparmorArgs(apparmor), "--exec", ...(stdin ? ["--stdin"] : []), "--", ...command];
+ * stdin, its stdin pipe comes first on the channel (a STDIN frame); with
+ * started, a process's: the init says STARTED and takes SIGNAL frames. */
+function coldCommand(command, apparmor, stdin = false, started = false) {
+  return [BOX_PATH, ...apparmorArgs(apparmor), "--exec", ...(stdin ? ["--stdin"] : []),
+    ...(started ? ["--started"] : []), "--", ...command];
 }
 
 /** The box command of a Python interpreter the host talks to (the
@@ -189,8 +191,8 @@ function apparmorArgs(apparmor) {
 
 /** The SPEC frame for an init waiting with --wait: the argv to exec
  * (csrc/init/protocol.h; built by the engine, the one encoder of it). */
-function specFrame(command) {
-  return binding.specFrame(command);
+function specFrame(command, process = false) {
+  return binding.specFrame(command, process);
 }
 
 module.exports = { BOX_DIR, BOX_PATH, BOOT_SOURCE, INIT_BINARY, REPORT_EXITED, REPORT_SIGNALED,

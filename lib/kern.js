@@ -149,9 +149,10 @@ function boxArgv(o, { kern, name, workspace, isSetup, depsDirExists, envFd, comm
     argv.push("-v", `${workspace}/${DEPS_DIR}:${BOX_WORKSPACE}/${DEPS_DIR}:ro`);
   // The in-box init, from the session's private directory (lib/init.js).
   if (initDir !== null) argv.push("-v", `${initDir}:${INIT_BOX_DIR}:ro`);
-  // kern's own --timeout is a backstop just past ours, in whole seconds.
+  // kern's own --timeout is a backstop just past ours, in whole seconds;
+  // none for a process with no deadline (timeoutS null).
   const timeoutS = isSetup ? Math.max(o.timeoutS, 120) : o.timeoutS;
-  argv.push("--timeout", String(Math.ceil(timeoutS) + 5));
+  if (timeoutS !== null) argv.push("--timeout", String(Math.ceil(timeoutS) + 5));
   if (o.memoryMb !== null) argv.push("--memory", `${o.memoryMb}m`);
   if (o.cpus !== null) argv.push("--cpus", String(o.cpus));
   if (o.pids !== null) argv.push("--pids-limit", String(o.pids));
@@ -172,6 +173,8 @@ function boxArgv(o, { kern, name, workspace, isSetup, depsDirExists, envFd, comm
   for (const m of o.mounts) argv.push("-v", `${m.src}:${m.target}${m.ro ? ":ro" : ""}`);
   if (o.egressAllow.length > 0 && !isSetup) argv.push("--egress-allow", o.egressAllow.join(","));
   else if (isSetup || o.network) argv.push("--net");
+  // A process's published ports (lib/ports.js): kern refuses them with --net.
+  if (o.publish !== undefined) argv.push(...o.publish);
   argv.push("--env-file", `/dev/fd/${envFd}`, "--");
   // What a prewarmed box must have been started with for a call to use it:
   // every flag but the box's name and its backstop.

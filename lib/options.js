@@ -304,5 +304,21 @@ function normalizeOptions(opts) {
   return o;
 }
 
-module.exports = { normalizeOptions, normalizeCallOptions, signalOption, isWellFormed, describe,
+// What Node's own fs.readFile accepts.
+const READ_MAX = 2 ** 31 - 1;
+
+/** readFile()'s maxBytes: a whole number of bytes, at most what Node reads. */
+function readMaxOption(opts) {
+  if (opts === undefined || opts === null) return READ_MAX;
+  if (typeof opts !== "object" || Array.isArray(opts))
+    throw sandboxError("ERR_SANDBOX_INVALID_OPTION", `readFile() options must be an object, got ${describe(opts)}`);
+  const v = opts.maxBytes;
+  if (v === undefined || v === null) return READ_MAX;
+  if (typeof v !== "number" || !Number.isInteger(v) || v < 0 || v > READ_MAX)
+    throw sandboxError("ERR_SANDBOX_INVALID_OPTION", `readFile() options.maxBytes must be an integer from 0 to ${READ_MAX}, ` +
+      `got ${describe(v)}`);
+  return v;
+}
+
+module.exports = { readMaxOption, READ_MAX, normalizeOptions, normalizeCallOptions, signalOption, isWellFormed, describe,
   DEFAULTS };

@@ -117,4 +117,13 @@ function resultsOf(texts) {
   return out;
 }
 
-module.exports = { ExecutionResult, Result, resultsOf, missedOutputOf };
+/** What the call's processes used, from kern's rusage (kern and the box
+ * processes it reaped); null when no status was taken (a foreign reaper took
+ * it, or kern could not be reaped in time). */
+function usageOf(raw) {
+  if (!raw.statusKnown) return null;
+  const ms = (v) => Math.round(v * 1000) / 1000;
+  return { cpuUserMs: ms(raw.userCpuMs), cpuSystemMs: ms(raw.systemCpuMs), maxRssKb: raw.maxRssKb };
+}
+
+module.exports = { usageOf, ExecutionResult, Result, resultsOf, missedOutputOf };

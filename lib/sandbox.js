@@ -10,7 +10,8 @@ const crypto = require("crypto");
 const { ASYNC_DISPOSE } = require("./dispose");
 const binding = require("./binding");
 const { startBox, parkBox, claimBox, startKernel } = require("./engine");
-const { normalizeOptions, normalizeCallOptions, signalOption, describe } = require("./options");
+const { normalizeOptions, normalizeCallOptions, signalOption, describe, readMaxOption, READ_MAX } =
+  require("./options");
 const { checkHostSource, within } = require("./mounts");
 const { findKern, openKern, boxName, boxArgv, envFileContent, DEPS_DIR } = require("./kern");
 const { Session, newCancelKey } = require("./session");
@@ -19,11 +20,12 @@ const benchoff = require("./benchoff");
 const { abortError, onAbort, raceAbort } = require("./abort");
 const { classify, exitCodeOf, limitsOf, startedByte } = require("./faults");
 const { warnUnenforced, NO_CAP_WARNING } = require("./warnings");
-const { ExecutionResult, resultsOf, missedOutputOf } = require("./result");
+const { ExecutionResult, resultsOf, missedOutputOf, usageOf } = require("./result");
 const { unpackChanges } = require("./changes");
 const { SandboxError, MountRefused, sandboxError, escapeControl, sandboxErrorFromSystem } = require("./errors");
 const { checkRelPath } = require("./paths");
 const { StdinFeed } = require("./stdin");
+const { spawnProcess, spawnCodeProcess } = require("./process");
 const { sendSpec, closeChannel } = require("./claimsend");
 const snapshots = require("./snapshot");
 const init = require("./init");
@@ -34,7 +36,7 @@ const { ENGINE, POOL_STATS, POOL_IDLE_MS, KERNEL_START_MIN_MS } = require("./int
 const CLAIM_SEND_OFF = benchoff.isOff("claim-send"); // bench switch (lib/benchoff.js)
 
 const INLINE_CODE_MAX = 128 * 1024; // longer code goes through a workspace file (ARG_MAX)
-const READ_MAX = 2 ** 31 - 1; // what Node's own fs.readFile accepts
+const NO_DEADLINE_MS = 1e12; // a process with timeoutS null: the engine's clock never fires
 const RUNNERS = {
   python: { argv0: "python3", evalFlag: "-c", ext: "py" },
   bash: { argv0: "sh", evalFlag: "-c", ext: "sh" },
@@ -86,6 +88,7 @@ class Sandbox {
   #kernelStartMinMs; // the least time a kernel's start is given
   #seen = new Map(); // field list -> { snap: the fields' values, o: them normalized }
   #flags = null; // the last call's box flags and keys, while the fields stay as they were
+  #live = new Set(); // its processes still running (spawn)
 
   constructor(opts = {}) {
     const o = normalizeOptions(opts);
@@ -314,6 +317,13 @@ class Sandbox {
     if (call.onStdout !== undefined) o.onStdout = call.onStdout;
     if (call.onStderr !== undefined) o.onStderr = call.onStderr;
     if (call.results !== undefined) o.results = call.results;
+    if (call.proc !== undefined) o.maxOutputBytes = call.proc.headBytes; // its output is streamed
+    if (call.publish !== undefined) {
+      if (o.network)
+        throw sandboxError("ERR_SANDBOX_INVALID_OPTION", "ports are published from a box without network: " +
+          "they cannot be used with network: true (kern refuses -p with --net)");
+      o.publish = call.publish;
+    }
     return o;
   }
 
@@ -324,7 +334,7 @@ class Sandbox {
    * prewarmed call's path. */
   #boxFlags(st, o, call, isSetup, depsDirExists) {
     const entry = !isSetup && !depsDirExists && call.timeoutS === undefined &&
-      call.env === undefined ? this.#seen.get(CALL_FIELDS) : undefined;
+      call.env === undefined && call.publish === undefined ? this.#seen.get(CALL_FIELDS) : undefined;
     const f = this.#flags;
     if (entry !== undefined && f !== null && f.entry === entry && f.st === st) return f;
     const envFile = envFileContent(o.env);
@@ -426,6 +436,7 @@ class Sandbox {
     const o = this.#callOptions(call);
     const { signal } = call;
     const feed = call.feed ?? null; // its stdin (#withStdin), the same across a cold retry
+    const proc = call.proc ?? null; // a process's control (lib/process.js), or null for a call
     if (signal !== null && signal.aborted) throw abortError(signal);
     const out = await st.withRoot(async () => {
       const withInit = st.initDir !== null;
@@ -457,7 +468,7 @@ class Sandbox {
         // stdin is /dev/null already, and its code comes on RUN, which
         // carries no descriptor (docs/plan-processes.md, section 2).
         ready = kind === null || isSetup || cold || (feed !== null && kind === "python") ? null
-          : st.pool.take(kind, poolKey, (Math.ceil(timeoutS) + 5) * 1000);
+          : st.pool.take(kind, poolKey, timeoutS === null ? Infinity : (Math.ceil(timeoutS) + 5) * 1000);
         if (ready !== null) {
           claim = { claimOnly: false, spec: null, begun: null };
           if (kind === "python") {
@@ -466,7 +477,7 @@ class Sandbox {
             initTerms.run = run;
             claim.claimOnly = true;
           } else {
-            sendSpec(ready, command, claim, st.watch, feed !== null);
+            sendSpec(ready, command, claim, st.watch, feed !== null || proc !== null, proc !== null);
           }
         }
       }
@@ -487,12 +498,14 @@ class Sandbox {
           : viaInterp ? init.interpCommand(o.apparmor,
             bootcache.bootBin(st.initDir, this.#kern, o, (go) => (compileBoot = go), runPackageBox),
             feed !== null)
-            : init.coldCommand(command, o.apparmor, feed !== null);
+            : init.coldCommand(command, o.apparmor, feed !== null || proc?.stdin === true, proc !== null);
         argv = [this.#kern, "box", name, ...flags, ...coldCommand];
         stopArgv = [this.#kern, "stop", name];
       }
-      // An abort kills this box alone, through the engine's timeout path.
-      const cancelKey = signal !== null ? newCancelKey() : 0;
+      // An abort kills this box alone, through the engine's timeout path; a
+      // process's kill() signals it by the same key.
+      const cancelKey = signal !== null || proc !== null ? newCancelKey() : 0;
+      const stdinFd = proc?.attach(cancelKey) ?? null; // a process's stdin pipe, this attempt's
       let cancelled = false;
       const dispose = onAbort(signal, () => {
         cancelled = true;
@@ -503,9 +516,11 @@ class Sandbox {
         // One native call: the engine scans the workspace before and after
         // the box on its own thread, spawns, supervises and kills.
         const spec = { kern: this.#kern, argv, enforceLimits: o.enforceLimits,
-          envFile, stopArgv, timeoutMs: timeoutS * 1000, maxOutputBytes: o.maxOutputBytes,
-          onStdout: o.onStdout, onStderr: o.onStderr, watch: st.watch, cancelKey, init: initTerms,
-          stdin: feed?.handle ?? null, onStdin: feed?.onStdin ?? null };
+          envFile, stopArgv, timeoutMs: timeoutS === null ? NO_DEADLINE_MS : timeoutS * 1000,
+          maxOutputBytes: o.maxOutputBytes, onStdout: o.onStdout, onStderr: o.onStderr,
+          watch: st.watch, cancelKey, init: initTerms, stdin: feed?.handle ?? null,
+          onStdin: feed?.onStdin ?? null, onStarted: withInit ? proc?.onStarted ?? null : null,
+          flow: proc !== null, stdinFd };
         const settled = ready !== null ? claimBox(st, ready.parked, spec, claim) : startBox(st, spec);
         feed?.start();
         raw = await settled;
@@ -542,8 +557,10 @@ class Sandbox {
   }
 
   /** The ExecutionResult of a box's raw outcome. */
-  #shape(st, raw, timeoutS, o, { signal }) {
-      const { stdout, stderr } = raw; // decoded by the engine, without a copy for ASCII
+  #shape(st, raw, timeoutS, o, { signal, proc }) {
+      // Decoded by the engine, without a copy for ASCII; a process's are its
+      // streams' tails (lib/process.js), which kern's own lines are in too.
+      const { stdout, stderr } = proc === undefined ? raw : proc.tails();
       if (raw.prewarmed) st.prewarmedRuns++;
       // Aborted before the call settled: it rejects, with what the box printed.
       if (signal !== null && signal.aborted) throw abortError(signal, { stdout, stderr });
@@ -623,6 +640,27 @@ class Sandbox {
       throw sandboxError("ERR_SANDBOX_INVALID_ARG", 'run() takes an argv array, not a string: use run(["sh", "-c", "..."])');
     if (!Array.isArray(command) || command.length === 0)
       throw sandboxError("ERR_SANDBOX_INVALID_ARG", "run() needs a non-empty array of strings");
+    return this.#withStdin(call, () => this.#spawn(st, command, { call, kind: "exec" }));
+  }
+
+  /** Addition to 0.1.1: starts argv in a fresh box of its own and resolves,
+   * once its exec succeeded, to a BoxProcess (lib/process.js). */
+  spawn(command, opts) {
+    return spawnProcess(this.#live, command, opts, (argv, call) => this.#runProcess(argv, call));
+  }
+
+  /** Addition to 0.1.1: spawn() of code in a language (python, bash, node). */
+  spawnCode(code, opts) {
+    return spawnCodeProcess(this.#live, code, opts, (argv, call) => this.#runProcess(argv, call));
+  }
+
+  /** Addition to 0.1.1: the processes of this Sandbox still running. */
+  processes() {
+    return [...this.#live];
+  }
+
+  async #runProcess(command, call) {
+    const st = this.#session();
     return this.#withStdin(call, () => this.#spawn(st, command, { call, kind: "exec" }));
   }
 
@@ -807,28 +845,6 @@ function depsDirExistsSync(st, o) {
  * the interpreter protocol counts (32 bits). */
 function resultMax(o) {
   return Math.min(o.maxOutputBytes, 2 ** 32 - 1);
-}
-
-/** readFile()'s maxBytes: a whole number of bytes, at most what Node reads. */
-function readMaxOption(opts) {
-  if (opts === undefined || opts === null) return READ_MAX;
-  if (typeof opts !== "object" || Array.isArray(opts))
-    throw sandboxError("ERR_SANDBOX_INVALID_OPTION", `readFile() options must be an object, got ${describe(opts)}`);
-  const v = opts.maxBytes;
-  if (v === undefined || v === null) return READ_MAX;
-  if (typeof v !== "number" || !Number.isInteger(v) || v < 0 || v > READ_MAX)
-    throw sandboxError("ERR_SANDBOX_INVALID_OPTION", `readFile() options.maxBytes must be an integer from 0 to ${READ_MAX}, ` +
-      `got ${describe(v)}`);
-  return v;
-}
-
-/** What the call's processes used, from kern's rusage (kern and the box
- * processes it reaped); null when no status was taken (a foreign reaper took
- * it, or kern could not be reaped in time). */
-function usageOf(raw) {
-  if (!raw.statusKnown) return null;
-  const ms = (v) => Math.round(v * 1000) / 1000;
-  return { cpuUserMs: ms(raw.userCpuMs), cpuSystemMs: ms(raw.systemCpuMs), maxRssKb: raw.maxRssKb };
 }
 
 /** Opens a Sandbox, runs fn with it, and closes it even if fn throws. */

@@ -13,7 +13,7 @@ describe("package", function () {
     const v011 = ["ExecutionResult", "MountRefused", "Sandbox", "SandboxError", "runCode", "version",
       "withSandbox"];
     // README, "Additions to 0.1.1": issue 13's, issue 15's, then issue 14's.
-    const additions = ["AbortError", "isKilledFault", "doctor", "Kernel", "Result"];
+    const additions = ["AbortError", "isKilledFault", "doctor", "Kernel", "Result", "BoxProcess"];
     assert.deepStrictEqual(Object.keys(kern).sort(), [...v011, ...additions].sort());
   });
 

@@ -10,7 +10,7 @@ const path = require("path");
 const { execFileSync } = require("child_process");
 const h = require("./lib/harness");
 
-const NAMES = ["AbortError", "ExecutionResult", "Kernel", "MountRefused", "Result", "Sandbox",
+const NAMES = ["AbortError", "BoxProcess", "ExecutionResult", "Kernel", "MountRefused", "Result", "Sandbox",
   "SandboxError", "doctor", "isKilledFault", "runCode", "version", "withSandbox"];
 
 /** A throwaway project whose node_modules/kern-sandbox is this package. */

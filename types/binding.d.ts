@@ -49,6 +49,10 @@ export interface RawRunResult {
   claimed: boolean;
   /** A claimed box's init or interpreter took the call (TAKEN): without it the call never ran there. */
   taken: boolean;
+  /** The init said STARTED: the workload's exec succeeded (an --exec or --wait init only). */
+  started: boolean;
+  /** A caller's kill reached the call while it ran (signalCall, a process's kill()): not a fault. */
+  killedByCaller: boolean;
   /** A claim that brought no box of its own (ClaimOptions.claimOnly) found no
    * parked box to take over: nothing ran in this box; the parked box's own
    * result (its taken) says whether the call ran there. */
@@ -107,6 +111,18 @@ export interface BoxOptions {
   /** Required with stdin: the feed's slot is free for the next chunk (gone: the workload's stdin
    * is closed, every byte from now on is dropped). Called before the call settles. */
   onStdin?: ((gone: boolean) => void) | null;
+  /** startBox and claimBox: a process's call. Its init says when the workload's exec succeeded
+   * (its cold argv runs `ks-init --exec --started`, a claim's spec is specFrame(argv, true)), and
+   * this is called then, once, before the call settles; signalCall reaches its workload. */
+  onStarted?: (() => void) | null;
+  /** startBox and claimBox: a process's output (with onStdout/onStderr): while the box runs its
+   * pipes are read no faster than this thread takes the chunks (a bounded window, as a pipe to
+   * a child process is), instead of chunks being dropped past the streaming budget. */
+  flow?: boolean;
+  /** startBox and claimBox, without stdin: a process's stdin, the read end of pipePair(), which
+   * the engine owns from the call on (it closes it whatever happens); the workload gets it on
+   * fd 0 as it would a feed's pipe (a cold argv runs `ks-init --stdin`). */
+  stdinFd?: number;
 }
 
 /** parkBox's options. */
@@ -267,7 +283,9 @@ export function releaseLoop(): void;
  * any more, the box is gone, or the frame is over 64 KiB). */
 export function claimSend(parked: ParkedBox, argv: string[]): number;
 /** The SPEC frame of argv, as claimSend() writes it (for ClaimOptions.spec). */
-export function specFrame(argv: string[]): Buffer;
+export function specFrame(argv: string[], process?: boolean): Buffer;
+/** A pipe for a process's stdin: [readFd, writeFd], both close-on-exec. */
+export function pipePair(): [number, number];
 /** Begins a call's change tracking on this thread, for a claim whose argv
  * the caller sends itself: null when the tracker has events still to read
  * (the engine then begins it, and sends the argv after). claimBox() takes
@@ -293,6 +311,10 @@ export const PROTOCOL: Readonly<{
 export function cancelGroup(group: number): void;
 /** Drops a closed session's group once all its calls have settled. */
 export function forgetGroup(group: number): void;
+/** A process's kill(): the box of cancelKey (a process's, started with onStarted) gets signo
+ * through its init, and is killed graceMs later unless it ended first (killedByCaller): 0, or a
+ * negative errno (-ESRCH: no engine yet). */
+export function signalCall(cancelKey: number, signo: number, graceMs: number): number;
 
 /** The engine's handle on a session's workspace (inotify tracker or full scans). */
 export interface WsWatch { readonly __wsWatch: unique symbol }
@@ -345,3 +367,4 @@ export const tailBoxes: (() => number) | undefined;
 export const cancelledGroups: (() => number) | undefined;
 /** wsCloseLater closes not yet done, in the whole process. */
 export const pendingCloses: (() => number) | undefined;
+

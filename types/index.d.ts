@@ -13,6 +13,9 @@
 // them, carrying Node's system-error fields `code`, `errno`, `syscall` and `path` (e.g.
 // `code === "ENOENT"`), so they can be told apart as an fs error would be.
 
+import type { EventEmitter } from "events";
+import type { Readable, Writable } from "stream";
+
 /**
  * The category of a sandbox-level event recorded in {@link ExecutionResult.fault}.
  *
@@ -269,7 +272,9 @@ export class SandboxError extends Error {
  * - `ERR_SANDBOX_NO_CHECKPOINT`: rollback(n) asks for more states than the kernel holds
  * - `ERR_SANDBOX_NOT_SUPPORTED`: not available here: snapshot without its opt-in, rollback on a shared kernel, kernel() without the in-box init
  * - `ERR_SANDBOX_SNAPSHOT_REFUSED`: a snapshot or an archive to restore was refused (when no system code says why)
- * - `ERR_SANDBOX_MISSING_PEER`: an optional peer dependency of a subpath (kern-sandbox/cluster: bullmq) is not installed
+ * - `ERR_SANDBOX_PORT_UNAVAILABLE`: a published port could not be had: its host port was taken three times over (spawn with ports)
+ * - `ERR_SANDBOX_PORT_NOT_READY`: no listener answered through a published port in time, or the process exited first (waitForPort)
+ * - `ERR_SANDBOX_MISSING_PEER`: an integration's framework (an optional peer dependency) is not installed: the message names the npm install command
  * - `ERR_SANDBOX_POLICY_REFUSED`: a cluster call asks for what the workers' policy forbids (refused, never clamped)
  * - `ERR_SANDBOX_HOST_LOST`: the cluster worker running the call (or the session's worker) died or shut down, or Redis stayed unreachable
  * - `ERR_SANDBOX_JOB_LOST`: the call's job vanished from Redis (a restart without persistence)
@@ -291,6 +296,8 @@ export type SandboxErrorCode =
   | "ERR_SANDBOX_NO_CHECKPOINT"
   | "ERR_SANDBOX_NOT_SUPPORTED"
   | "ERR_SANDBOX_SNAPSHOT_REFUSED"
+  | "ERR_SANDBOX_PORT_UNAVAILABLE"
+  | "ERR_SANDBOX_PORT_NOT_READY"
   | "ERR_SANDBOX_MISSING_PEER"
   | "ERR_SANDBOX_POLICY_REFUSED"
   | "ERR_SANDBOX_HOST_LOST"
@@ -477,6 +484,89 @@ export interface SandboxOptions {
  * `undefined`/`null`) keeps the session's value, except that `onStdout: null` / `onStderr: null`
  * turn streaming off for this call.
  */
+/** Addition to 0.1.1: the options of {@link Sandbox.spawn}. */
+export interface SpawnOptions {
+  /** `true` (the default): `proc.stdin` is a `Writable` to the workload's stdin; `false`: none,
+   * stdin reads EOF at once. */
+  stdin?: boolean;
+  /** The deadline, seconds (default the session's `timeoutS`): past it the box is killed and the
+   * result's fault is `timeout`. `null`: none; the process lives until `kill()`, its `signal`,
+   * `close()` or Node's exit. */
+  timeoutS?: number | null;
+  /** Aborting it kills the box; `wait()` then rejects with an `AbortError`. */
+  signal?: AbortSignal;
+  /** The working directory, relative to the workspace (default its top). One that leaves the
+   * workspace is a `SandboxError` (`ERR_SANDBOX_INVALID_PATH`). */
+  cwd?: string;
+  /** Variables added to the session's `env` for this process. */
+  env?: Record<string, string>;
+  /** Bytes of each stream kept that no reader has taken (default 1 MiB): past it the oldest are
+   * dropped and counted in `droppedBytes`; the box is never stalled. Also the tail `wait()`
+   * shows. */
+  keepBytes?: number;
+  /** Box TCP ports to publish on the host, each at a free host port the package picks (retried
+   * when taken in between): {@link BoxProcess.ports}. The box keeps no network otherwise. Refused
+   * with the session's `network: true`. */
+  ports?: number[];
+  /** The host address the ports are published on: `"127.0.0.1"` (the default). `"0.0.0.0"`
+   * publishes them on every interface, reachable from the network: it relaxes isolation. */
+  publishHost?: string;
+}
+
+/** Addition to 0.1.1: where a published box port is reached from the host. */
+export interface PublishedPort {
+  host: string;
+  port: number;
+  /** `http://host:port`. */
+  url: string;
+}
+
+/** Addition to 0.1.1: the options of {@link Sandbox.spawnCode}. */
+export interface SpawnCodeOptions extends SpawnOptions {
+  /** Defaults to `"python"`. */
+  language?: Language;
+}
+
+/** Addition to 0.1.1: a process in a box of its own ({@link Sandbox.spawn}). Emits `'exit'`
+ * exactly once, after `spawn()` resolved: `(result, null)`, or `(null, error)` when it was
+ * aborted. */
+export class BoxProcess extends EventEmitter {
+  private constructor();
+  /** A name for the process, unique in this Node process. */
+  readonly id: string;
+  /** The workload's stdin, or `null` (`stdin: false`). Writes are back-pressured by the box;
+   * `end()` gives it EOF. After the exit a write fails with an `EPIPE` error (in its callback and
+   * as an `'error'` event), never a crash. */
+  readonly stdin: Writable | null;
+  /** The workload's stdout, as it is written: a `Readable` of Buffers (async-iterable;
+   * `Readable.toWeb` works). Holds at most `keepBytes` that no reader took. */
+  readonly stdout: Readable;
+  /** The workload's stderr, as `stdout`. */
+  readonly stderr: Readable;
+  /** Bytes of each stream dropped before a reader took them: bytes read plus bytes dropped equal
+   * bytes written, exactly (once the process exited). */
+  readonly droppedBytes: { stdout: number; stderr: number };
+  /** Whether the process has ended. */
+  readonly exited: boolean;
+  /** Each published box port (`ports`), by box port. */
+  readonly ports: Record<number, PublishedPort>;
+  /** Resolves once a listener in the box answers through the published port (kern's forwarder
+   * accepts a connection even with none, so a bare connect proves nothing). Rejects with a
+   * `SandboxError` (`ERR_SANDBOX_PORT_NOT_READY`) after `timeoutS` (default 30) or when the
+   * process exits first. */
+  waitForPort(port: number, opts?: { timeoutS?: number }): Promise<void>;
+  /** The result once it ends, as `run()` gives one; its `stdout`/`stderr` are the last
+   * `keepBytes` of each stream (`truncated` when that is not all). Rejects with an `AbortError`
+   * on an abort. */
+  wait(): Promise<ExecutionResult>;
+  /** Sends `signal` (default `"SIGTERM"`) to the workload's process group, then kills the whole
+   * box once `graceS` (default 2) is over unless it ended first. An end caused by `kill()` is not
+   * a fault. Does nothing once the process exited. */
+  kill(signal?: NodeJS.Signals | number, opts?: { graceS?: number }): void;
+  on(event: "exit", listener: (result: ExecutionResult | null, error: Error | null) => void): this;
+  once(event: "exit", listener: (result: ExecutionResult | null, error: Error | null) => void): this;
+}
+
 export interface CallOptions {
   /**
    * This call's deadline in seconds instead of the session's `timeoutS`: a finite number > 0
@@ -656,6 +746,21 @@ export class Sandbox {
   run(command: string[]): Promise<ExecutionResult>;
   /** Addition to 0.1.1: `run()` with per-call options (see {@link CallOptions}). */
   run(command: string[], opts?: CallOptions): Promise<ExecutionResult>;
+  /**
+   * Addition to 0.1.1: starts `command` (an argv, as `run()` takes) in a fresh box of its own (a
+   * prewarmed one when the pool has it) and resolves, once its exec succeeded, to a
+   * {@link BoxProcess} to talk to while it runs. A command that cannot be executed resolves too,
+   * its `wait()` giving exit code 127 as `run()` would. Rejects with {@link SandboxError} for bad
+   * arguments or a closed session, with an `AbortError` when `opts.signal` aborts first.
+   */
+  spawn(command: string[], opts?: SpawnOptions): Promise<BoxProcess>;
+  /**
+   * Addition to 0.1.1: `spawn()` of `code` in a language (`python3 -u -c`, `bash -c`, `node -e`):
+   * Python's output unbuffered, so that it streams as it is printed.
+   */
+  spawnCode(code: string, opts?: SpawnCodeOptions): Promise<BoxProcess>;
+  /** Addition to 0.1.1: this Sandbox's processes still running. `close()` ends them all. */
+  processes(): BoxProcess[];
   /**
    * Stores `data` (a string is written as UTF-8) at `path`, relative to the workspace, creating
    * missing parent directories; an existing file is replaced. The path is resolved strictly

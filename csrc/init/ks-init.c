@@ -1,6 +1,7 @@
 /* ks-init: the box's first process, between kern and the workload.
  *
- *   ks-init [--apparmor NAME] --exec -- CMD...    start CMD now (a cold box)
+ *   ks-init [--apparmor NAME] --exec [--started] -- CMD...
+ *                                                 start CMD now (a cold box)
  *   ks-init [--apparmor NAME] --wait              fork the workload now; it
  *                                                 execs the argv of the host's
  *                                                 spec frame when that comes
@@ -14,6 +15,12 @@
  * the channel, with the read end of the call's stdin pipe: the workload
  * gets it on fd 0. Without it, and for a waiting box's spec without one,
  * the workload's fd 0 is /dev/null (EOF at once).
+ *
+ * For a process's box (--exec --started, or a waiting box whose SPEC asks
+ * with KS_INIT_SAY_STARTED) it says STARTED on the channel once the
+ * workload's exec succeeded, and from then on takes the host's SIGNAL
+ * frames while it waits for the workload (protocol.h). Other calls get
+ * neither.
  *
  * It starts the workload as its child (in a session of its own), reaps
  * everything, and once the workload has exited kills and reaps whatever the
@@ -61,12 +68,42 @@
 
 static volatile pid_t workload_pid = -1;
 
+/* In the workload's process until its exec: the write end of the started
+ * pipe (close-on-exec). Every way out of that process other than a
+ * successful exec writes one byte on it first (fail_start), so the init
+ * reads EOF with no byte only once the exec succeeded. One byte at most:
+ * the init closes its end after it, and a second write would be a
+ * SIGPIPE that changes the workload's exit status. */
+static int start_fd = -1;
+
+static void fail_start(int code) {
+  if (start_fd >= 0) {
+    char b = 1;
+    (void) write(start_fd, &b, 1);
+  }
+  _exit(code);
+}
+
 /* The signals whose disposition the init changes, and what they were when
  * kern started it: the workload gets exactly those back, so it starts with
  * the dispositions it would have had as the box's first process. */
 static const int changed_signals[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGPIPE};
 #define NCHANGED (sizeof changed_signals / sizeof changed_signals[0])
 static struct sigaction inherited[NCHANGED];
+
+/* --exec and --wait: SIGCHLD's self-pipe (nonblocking, close-on-exec), so
+ * that the wait for the workload can take the host's SIGNAL frames too,
+ * and SIGCHLD's disposition as kern gave it, given back to the workload. */
+static int chld_pipe[2] = {-1, -1};
+static struct sigaction inherited_chld;
+
+static void on_sigchld(int sig) {
+  int saved = errno;
+  char b = 0;
+  (void) sig;
+  (void) write(chld_pipe[1], &b, 1);
+  errno = saved;
+}
 
 static void forward_signal(int sig) {
   int saved = errno; /* the interrupted code may be about to read it */
@@ -104,7 +141,7 @@ static void exec_failed(const char *cmd, int errnum, const char *apparmor) {
             "dynamically linked, its libraries/loader must be present in the rootfs\n",
             cmd, why, errnum);
   }
-  _exit(errnum == EACCES ? 126 : 127);
+  fail_start(errnum == EACCES ? 126 : 127);
 }
 
 /* In the workload's process, before its exec: the signal dispositions kern
@@ -116,18 +153,20 @@ static void exec_failed(const char *cmd, int errnum, const char *apparmor) {
 static void prepare_workload(int code_fd, int stdin_fd, pid_t parent, bool pid1) {
   for (size_t i = 0; i < NCHANGED; i++)
     (void) sigaction(changed_signals[i], &inherited[i], NULL);
+  if (chld_pipe[1] >= 0)
+    (void) sigaction(SIGCHLD, &inherited_chld, NULL);
   if (pid1) {
     (void) setsid();
   } else if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent) {
-    _exit(KS_INIT_SETUP_FAILED);
+    fail_start(KS_INIT_SETUP_FAILED);
   }
   /* dup2 onto itself would keep close-on-exec: clear it instead. */
   if (code_fd == KS_INIT_CODE_FD ? fcntl(code_fd, F_SETFD, 0) < 0
       : code_fd >= 0 && dup2(code_fd, KS_INIT_CODE_FD) < 0)
-    _exit(KS_INIT_SETUP_FAILED);
+    fail_start(KS_INIT_SETUP_FAILED);
   /* The stdin pipe (>= 10, close-on-exec) replaces /dev/null. */
   if (stdin_fd >= 0 && dup2(stdin_fd, 0) < 0)
-    _exit(KS_INIT_SETUP_FAILED);
+    fail_start(KS_INIT_SETUP_FAILED);
 }
 
 static void exec_workload(char **argv, const char *apparmor) {
@@ -135,13 +174,15 @@ static void exec_workload(char **argv, const char *apparmor) {
   exec_failed(argv[0], errno, apparmor);
 }
 
-/* Forks the workload and starts cmd in it now. */
+/* Forks the workload and starts cmd in it now; started (>= 0): the write
+ * end of the started pipe, the child's until its exec. */
 static pid_t start_workload(char **argv, int code_fd, int stdin_fd, const char *apparmor,
-                            bool pid1) {
+                            bool pid1, int started) {
   pid_t parent = getpid();
   pid_t pid = fork();
   if (pid != 0)
     return pid;
+  start_fd = started;
   prepare_workload(code_fd, stdin_fd, parent, pid1);
   exec_workload(argv, apparmor);
   return -1;
@@ -218,25 +259,29 @@ static void send_frame(int ch, uint32_t type, const void *body, uint32_t len, co
  * something malformed. The channel is close-on-exec, so the workload never
  * has it. */
 static pid_t start_waiting_workload(int ch, const char *apparmor, bool pid1,
-                                    volatile uint32_t *taken) {
+                                    volatile uint32_t *taken, int started) {
   pid_t parent = getpid();
   pid_t pid = fork();
   char *body = NULL;
   size_t len = 0;
   char **spec_argv = NULL;
   int stdin_fd = -1;
+  uint32_t flags = KS_INIT_SAY_STARTED;
 
   if (pid != 0)
     return pid;
+  start_fd = started;
   prepare_workload(-1, -1, parent, pid1);
-  if (ch < 0 || ks_init_recv_frame(ch, KS_INIT_SPEC, KS_INIT_SPEC_MAX, &body, &len, &stdin_fd) < 0 ||
+  if (ch < 0 ||
+      ks_init_recv_frame(ch, KS_INIT_SPEC, KS_INIT_SPEC_MAX, &body, &len, &stdin_fd, &flags) < 0 ||
       ks_init_split_argv(body, len, &spec_argv) < 1)
-    _exit(0);
+    fail_start(0);
   /* The call's stdin, when its spec brought one: on fd 0, in the place of
    * /dev/null (the received descriptor is close-on-exec). */
   if (stdin_fd >= 0 && (stdin_fd == 0 || dup2(stdin_fd, 0) < 0))
-    _exit(0);
-  *taken = 1;
+    fail_start(0);
+  /* 2: a process's call, which the init says STARTED for (protocol.h). */
+  *taken = (flags & KS_INIT_SAY_STARTED) ? 2 : 1;
   send_frame(ch, KS_INIT_TAKEN, NULL, 0, NULL, 0);
   exec_workload(spec_argv, apparmor);
   return -1;
@@ -307,8 +352,79 @@ static void await_release(int ch) {
   }
 }
 
+/* The init's end of the started pipe: blocks until the workload's process
+ * execs (EOF, no byte: true) or leaves without an exec (a byte, false).
+ * The wait is the workload's start, or for a waiting box its wait for a
+ * call: nothing else runs in the box before either, so nothing needs
+ * reaping meanwhile. A signal forwarded to a child that has not exec'd yet
+ * kills it with no byte written: a false "started" that only a host
+ * already ending the box can cause, and the report follows it. */
+static bool await_exec(int rd) {
+  char b;
+  ssize_t n;
+
+  do
+    n = read(rd, &b, 1);
+  while (n < 0 && errno == EINTR);
+  close(rd);
+  return n == 0;
+}
+
+/* A SIGNAL frame from the host, readable on ch: sent on to the workload's
+ * process group (its session) in a box, to the workload alone outside one
+ * (its group there is kern's). False when the channel ended or brought
+ * anything else: the init stops listening. Frames are 20 bytes, sent whole
+ * by the host, so the reads do not wait on a partial one. */
+static bool take_signal(int ch, pid_t pid, bool pid1) {
+  char frame[sizeof(struct ks_init_frame_header) + sizeof(struct ks_init_signal)];
+  struct ks_init_frame_header h;
+  int sig;
+
+  if (!transfer_full(ch, frame, sizeof h, false))
+    return false;
+  memcpy(&h, frame, sizeof h);
+  if (h.magic != KS_INIT_FRAME_MAGIC || h.type != KS_INIT_SIGNAL ||
+      h.len != sizeof(struct ks_init_signal) ||
+      !transfer_full(ch, frame + sizeof h, h.len, false))
+    return false;
+  sig = ks_init_parse_signal(frame, sizeof frame);
+  if (sig < 0)
+    return false;
+  (void) kill(pid1 ? -pid : pid, sig);
+  return true;
+}
+
+/* Waits for the workload's end, reaping whatever else ends meanwhile, and
+ * returns its status. With listen, the host's SIGNAL frames are taken
+ * meanwhile: a SIGCHLD wakes the poll through its self-pipe (written by
+ * the handler, so one that comes between the waitpid and the poll is not
+ * lost). */
+static int wait_workload(int ch, pid_t pid, bool listen, bool pid1) {
+  int status = 0;
+
+  for (;;) {
+    pid_t r = waitpid(-1, &status, listen ? WNOHANG : 0);
+    if (r == pid)
+      return status;
+    if (r > 0 || (r < 0 && errno == EINTR))
+      continue;
+    if (r < 0)
+      return 0; /* cannot happen: the workload is our child */
+    {
+      struct pollfd p[2] = {{.fd = chld_pipe[0], .events = POLLIN}, {.fd = ch, .events = POLLIN}};
+      char buf[64];
+      if (poll(p, 2, -1) < 0)
+        continue;
+      if (p[0].revents & POLLIN)
+        (void) read(chld_pipe[0], buf, sizeof buf);
+      if ((p[1].revents & (POLLIN | POLLHUP | POLLERR)) && !take_signal(ch, pid, pid1))
+        listen = false;
+    }
+  }
+}
+
 static void usage(void) {
-  dprintf(2, "ks-init: usage: ks-init [--apparmor NAME] (--exec [--stdin] -- CMD... | --wait | "
+  dprintf(2, "ks-init: usage: ks-init [--apparmor NAME] (--exec [--stdin] [--started] -- CMD... | --wait | "
              "--interp [--stdin] -- CMD...)\n");
   _exit(KS_INIT_SETUP_FAILED);
 }
@@ -316,6 +432,42 @@ static void usage(void) {
 static void setup_failed(const char *what) {
   dprintf(2, "kern: sandbox setup failed: ks-init: %s: %s\n", what, strerror(errno));
   _exit(KS_INIT_SETUP_FAILED);
+}
+
+/* --exec (cmd) or --wait (no cmd): forks the workload, the write end of a
+ * new started pipe its until the exec (close-on-exec), and gives the init
+ * the read end (*started_rd) and, waiting, the page its child marks when it
+ * takes a spec (*taken). */
+static pid_t start_plain(char **cmd, int ch, int stdin_fd, const char *apparmor, bool pid1,
+                         volatile uint32_t **taken, int *started_rd) {
+  int started[2];
+  pid_t pid;
+
+  if (pipe2(started, O_CLOEXEC) < 0)
+    setup_failed("pipe2");
+  if (ch >= 0 && pipe2(chld_pipe, O_CLOEXEC | O_NONBLOCK) == 0) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_sigchld;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESTART | SA_NOCLDSTOP;
+    if (sigaction(SIGCHLD, &sa, &inherited_chld) < 0) {
+      close(chld_pipe[0]);
+      close(chld_pipe[1]);
+      chld_pipe[0] = chld_pipe[1] = -1;
+    }
+  }
+  if (cmd == NULL) {
+    *taken = mmap(NULL, sizeof **taken, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (*taken == MAP_FAILED)
+      setup_failed("mmap");
+    pid = start_waiting_workload(ch, apparmor, pid1, *taken, started[1]);
+  } else {
+    pid = start_workload(cmd, -1, stdin_fd, apparmor, pid1, started[1]);
+  }
+  close(started[1]);
+  *started_rd = started[0];
+  return pid;
 }
 
 /* --stdin: the host's STDIN frame, first on the channel, and the pipe it
@@ -327,7 +479,7 @@ static int take_stdin(int ch) {
   int fd = -1;
   int moved;
 
-  if (ks_init_recv_frame(ch, KS_INIT_STDIN, 0, &body, &len, &fd) < 0 || fd < 0) {
+  if (ks_init_recv_frame(ch, KS_INIT_STDIN, 0, &body, &len, &fd, NULL) < 0 || fd < 0) {
     dprintf(2, "kern: sandbox setup failed: ks-init: no stdin frame on the channel\n");
     _exit(KS_INIT_SETUP_FAILED);
   }
@@ -384,12 +536,15 @@ int main(int argc, char **argv) {
   char **cmd = NULL;
   int ch = -1;
   int sp[2] = {-1, -1};
+  int started_rd = -1; /* --exec, --wait: the init's end of the started pipe */
   struct stat st;
   struct ks_init_report rep;
   int status = 0;
   pid_t pid = -1;
   volatile uint32_t *taken = NULL; /* a prewarmed box's: its child took the spec */
   bool pid1 = getpid() == 1;
+  bool listen = false; /* the host's SIGNAL frames are taken while the workload runs */
+  bool say_started = false; /* --started: a process's cold box (protocol.h, STARTED) */
 
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--apparmor") == 0 && i + 1 < argc)
@@ -402,6 +557,8 @@ int main(int argc, char **argv) {
       interp = true;
     else if (strcmp(argv[i], "--stdin") == 0)
       want_stdin = true;
+    else if (strcmp(argv[i], "--started") == 0)
+      say_started = true;
     else if (strcmp(argv[i], "--") == 0 && i + 1 < argc) {
       cmd = argv + i + 1;
       break;
@@ -409,7 +566,7 @@ int main(int argc, char **argv) {
       usage();
   }
   if (exec_now + wait_spec + interp != 1 || (wait_spec == (cmd != NULL)) ||
-      (want_stdin && wait_spec))
+      (want_stdin && wait_spec) || (say_started && !exec_now))
     usage();
 
   /* The channel leaves fd 0 before anything else can inherit it. */
@@ -441,7 +598,7 @@ int main(int argc, char **argv) {
      * when several processes share its end (a fork-mode kernel). */
     if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0)
       setup_failed("socketpair");
-    pid = start_workload(cmd, sp[1], stdin_fd, apparmor, pid1);
+    pid = start_workload(cmd, sp[1], stdin_fd, apparmor, pid1, -1);
     close(sp[1]);
     if (pid > 0) {
       /* With a pidfd of the interpreter, when the kernel gives one: the
@@ -453,13 +610,8 @@ int main(int argc, char **argv) {
         close(fds[1]);
     }
     close(sp[0]);
-  } else if (wait_spec) {
-    taken = mmap(NULL, sizeof *taken, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    if (taken == MAP_FAILED)
-      setup_failed("mmap");
-    pid = start_waiting_workload(ch, apparmor, pid1, taken);
   } else {
-    pid = start_workload(cmd, -1, stdin_fd, apparmor, pid1);
+    pid = start_plain(cmd, ch, stdin_fd, apparmor, pid1, &taken, &started_rd);
   }
   /* Only the workload holds the stdin pipe: once its processes are gone,
    * the host's writes fail (EPIPE) rather than fill a pipe nobody reads. */
@@ -468,16 +620,12 @@ int main(int argc, char **argv) {
   if (pid < 0)
     setup_failed("fork");
   workload_pid = pid;
-
-  for (;;) {
-    pid_t r = waitpid(-1, &status, 0);
-    if (r == pid)
-      break;
-    if (r < 0 && errno != EINTR) {
-      status = 0; /* cannot happen: the workload is our child */
-      break;
-    }
+  if (started_rd >= 0 && await_exec(started_rd) &&
+      (taken == NULL ? say_started : *taken == 2)) {
+    send_frame(ch, KS_INIT_STARTED, NULL, 0, NULL, 0);
+    listen = chld_pipe[0] >= 0; /* the channel is ours now (a waiting child read its spec) */
   }
+  status = wait_workload(ch, pid, listen, pid1);
   workload_pid = -1;
   kill_leftovers(pid1);
   if (taken != NULL && !*taken)

@@ -117,6 +117,8 @@ int kill(pid_t pid, int sig) { return (int) SC(SYS_kill, pid, sig, 0, 0, 0, 0); 
 int fstat(int fd, struct stat *st) { return (int) SC(SYS_fstat, fd, st, 0, 0, 0, 0); }
 int getrusage(__rusage_who_t who, struct rusage *ru) { return (int) SC(SYS_getrusage, who, ru, 0, 0, 0, 0); }
 
+int pipe2(int fds[2], int flags) { return (int) SC(SYS_pipe2, fds, flags, 0, 0, 0, 0); }
+
 int socketpair(int domain, int type, int proto, int sv[2]) {
   return (int) SC(SYS_socketpair, domain, type, proto, sv, 0, 0);
 }

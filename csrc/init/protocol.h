@@ -23,10 +23,28 @@
  *                 the workload exists and gives it the pipe on fd 0; the
  *                 init itself keeps no copy, so the host's writes fail
  *                 (EPIPE) once the workload's processes are gone.
+ *                 SIGNAL (a process's box: --exec --started, or a SPEC
+ *                 with KS_INIT_SAY_STARTED), any number of times once
+ *                 the workload started: a signal for the workload (a
+ *                 process's kill()). The init sends it to the workload's
+ *                 process group, which is its session in a real box, so
+ *                 the workload's children get it too; outside a PID
+ *                 namespace (the test double, where the workload shares
+ *                 kern's group) to the workload's process alone. A frame
+ *                 the init does not accept ends its listening: the host's
+ *                 other ways to end the box remain.
  *   init -> host  TAKEN, once a waiting init has its spec and is about to
  *                 start the workload: a claimed box that ends without it
  *                 never ran the call (it died while it waited), so the host
  *                 can run the call cold instead.
+ *                 STARTED (a process's box, as for SIGNAL), once the workload's exec
+ *                 succeeded: the init learns it from a close-on-exec pipe
+ *                 whose write end the workload's process holds, which
+ *                 reads EOF with no byte at the exec (a failure before or
+ *                 at the exec writes a byte first). A waiting init sends it
+ *                 only after its child took a spec. It is the host's
+ *                 "started" fact for a process box (kern's started bytes
+ *                 come only at the box's end); other calls never get it.
  *                 ATTACH (--interp only, first): carries the host's end of a
  *                 SOCK_SEQPACKET socketpair whose other end the workload has
  *                 on fd 3, as SCM_RIGHTS on the frame's first byte. The
@@ -62,7 +80,14 @@ enum ks_init_frame_type {
   KS_INIT_ATTACH = 3, /* init -> host: empty, with one or two descriptors */
   KS_INIT_REPORT = 4, /* init -> host: struct ks_init_report */
   KS_INIT_STDIN = 5,  /* host -> init: empty, with one descriptor */
+  KS_INIT_STARTED = 6, /* init -> host: empty */
+  KS_INIT_SIGNAL = 7,  /* host -> init: struct ks_init_signal */
 };
+
+/* A flag on a SPEC frame's type (KS_INIT_SPEC | KS_INIT_SAY_STARTED): the
+ * call is a process's, which wants STARTED and may send SIGNAL frames. A
+ * call without it pays for neither. */
+#define KS_INIT_SAY_STARTED 0x100u
 
 struct ks_init_frame_header {
   uint32_t magic;
@@ -93,6 +118,11 @@ struct ks_init_report {
 };
 
 #define KS_INIT_CORE_DUMPED 1u
+
+struct ks_init_signal {
+  int32_t signo;     /* 1-64 */
+  uint32_t reserved; /* 0 */
+};
 
 /* The descriptor on which an --interp workload finds its end of the
  * interpreter socket. */

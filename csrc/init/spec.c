@@ -68,9 +68,11 @@ static int ks__read_full(int fd, char *buf, size_t len) {
   return 0;
 }
 
-int ks_init_recv_frame(int ch, uint32_t want, uint32_t max, char **body, size_t *len, int *fd) {
+int ks_init_recv_frame(int ch, uint32_t want, uint32_t max, char **body, size_t *len, int *fd,
+                       uint32_t *flags) {
   struct ks_init_frame_header h;
   size_t got = 0;
+  uint32_t allowed = flags != NULL ? *flags : 0;
 
   *body = NULL;
   *len = 0;
@@ -100,8 +102,10 @@ int ks_init_recv_frame(int ch, uint32_t want, uint32_t max, char **body, size_t 
       goto fail;
     got += (size_t) n;
   }
-  if (h.magic != KS_INIT_FRAME_MAGIC || h.type != want || h.len > max)
+  if (h.magic != KS_INIT_FRAME_MAGIC || (h.type & ~allowed) != want || h.len > max)
     goto fail;
+  if (flags != NULL)
+    *flags = h.type & allowed;
   *body = malloc((size_t) h.len + 1);
   if (*body == NULL || ks__read_full(ch, *body, h.len) < 0)
     goto fail;
@@ -115,4 +119,18 @@ fail:
     (void) close(*fd);
   *fd = -1;
   return -1;
+}
+
+int ks_init_parse_signal(const void *frame, size_t n) {
+  struct ks_init_frame_header h;
+  struct ks_init_signal sg;
+
+  if (n != sizeof h + sizeof sg)
+    return -1;
+  memcpy(&h, frame, sizeof h);
+  memcpy(&sg, (const char *) frame + sizeof h, sizeof sg);
+  if (h.magic != KS_INIT_FRAME_MAGIC || h.type != KS_INIT_SIGNAL || h.len != sizeof sg ||
+      sg.reserved != 0 || sg.signo < 1 || sg.signo > 64)
+    return -1;
+  return sg.signo;
 }

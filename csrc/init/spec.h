@@ -18,7 +18,15 @@ int ks_init_split_argv(const char *body, size_t len, char ***argv_out);
  * success: 0, the body in *body (malloc'd, NUL-terminated past *len; never
  * NULL) and the descriptor in *fd (-1: none; one at most is kept, any other
  * closed). -1 at EOF, on an error, or for a frame of another magic or type
- * or a longer body: nothing is then left open or allocated. */
-int ks_init_recv_frame(int ch, uint32_t want, uint32_t max, char **body, size_t *len, int *fd);
+ * or a longer body: nothing is then left open or allocated. With flags
+ * non-NULL, the type may also carry the flags given in *flags, and *flags
+ * becomes those it carried (for a SPEC: KS_INIT_SAY_STARTED). */
+int ks_init_recv_frame(int ch, uint32_t want, uint32_t max, char **body, size_t *len, int *fd,
+                       uint32_t *flags);
+
+/* A whole SIGNAL frame (header and body, n bytes): its signal (1-64), or
+ * -1 for anything else (another magic, type or length, a signal out of
+ * range, a reserved field not 0). */
+int ks_init_parse_signal(const void *frame, size_t n);
 
 #endif

@@ -19,6 +19,8 @@ void ks_napi_call_free(napi_env env, struct ks_napi_call *run) {
     }
     if (run->on_stdin != NULL)
       (void) napi_delete_reference(env, run->on_stdin);
+    if (run->on_started != NULL)
+      (void) napi_delete_reference(env, run->on_started);
   }
   ks_napi_output_free(&run->output);
   free(run->done);
@@ -34,7 +36,8 @@ void ks_napi_queue_chunk(struct ks_napi_call *run, enum ks_stream s, const char 
                          size_t len) {
   struct ks_napi_msg *msg;
 
-  if (atomic_load(&run->queued_bytes) + len > KS_NAPI_STREAM_BUDGET) {
+  if (atomic_load(&run->queued_bytes) + len >
+      (run->flow ? KS_NAPI_FLOW_CAP : KS_NAPI_STREAM_BUDGET)) {
     ks__missed(run, s, len);
     return;
   }
@@ -56,6 +59,32 @@ void ks_napi_queue_chunk(struct ks_napi_call *run, enum ks_stream s, const char 
     ks__missed(run, s, len);
     free(msg);
   }
+}
+
+/* Whether a flow call can take more output; if not, the JS thread is to
+ * wake the engine once it can (flow_paused, then checked again: a JS
+ * thread that took the queue down in between has either seen the flag or
+ * left the queue low enough for this check). */
+static bool ks__output_room(void *ctx, struct ks_box *box) {
+  struct ks_napi_call *run = ks_box_user(box);
+  (void) ctx;
+  if (atomic_load(&run->queued_bytes) < KS_NAPI_FLOW_WINDOW)
+    return true;
+  atomic_store(&run->flow_paused, true);
+  if (atomic_load(&run->queued_bytes) < KS_NAPI_FLOW_WINDOW / 2) {
+    atomic_store(&run->flow_paused, false);
+    return true;
+  }
+  return false;
+}
+
+/* JS thread: a flow call's chunk was taken; below half the window a
+ * paused box is read again. */
+static void ks__took_chunk(struct ks_napi_call *run, size_t len) {
+  size_t left = atomic_fetch_sub(&run->queued_bytes, len) - len;
+  if (run->flow && left < KS_NAPI_FLOW_WINDOW / 2 && atomic_load(&run->flow_paused) &&
+      atomic_exchange(&run->flow_paused, false) && run->addon->sup != NULL)
+    ks_sup_wake(run->addon->sup);
 }
 
 static void ks__on_output(void *ctx, struct ks_box *box, enum ks_stream s, const char *data,
@@ -86,14 +115,35 @@ static void ks__on_stdin(void *ctx, struct ks_box *box, bool gone) {
     free(msg);
 }
 
-static void ks__deliver_stdin(napi_env env, struct ks_napi_msg *msg) {
+/* The process's workload started: onStarted() on the JS thread, queued
+ * before the box's end (the TSFN keeps order). Without memory for the
+ * message the process is taken as started at its end. */
+static void ks__on_started(void *ctx, struct ks_box *box) {
+  struct ks_napi_call *run = ks_box_user(box);
+  struct ks_napi_msg *msg = malloc(sizeof *msg);
+
+  (void) ctx;
+  if (msg == NULL)
+    return;
+  msg->kind = KS_NAPI_MSG_STARTED;
+  msg->run = run;
+  msg->box = NULL;
+  msg->cell = NULL;
+  msg->stream = KS_STDOUT;
+  msg->len = 0;
+  if (napi_call_threadsafe_function(run->addon->tsfn, msg, napi_tsfn_nonblocking) != napi_ok)
+    free(msg);
+}
+
+/* One of the call's event callbacks (onStdin(gone), onStarted()). */
+static void ks__deliver_event(napi_env env, struct ks_napi_msg *msg) {
+  napi_ref ref = msg->kind == KS_NAPI_MSG_STARTED ? msg->run->on_started : msg->run->on_stdin;
   napi_value cb = NULL;
   napi_value gone;
   napi_value undefined;
   napi_value ignored;
 
-  if (msg->run->on_stdin == NULL ||
-      napi_get_reference_value(env, msg->run->on_stdin, &cb) != napi_ok || cb == NULL ||
+  if (ref == NULL || napi_get_reference_value(env, ref, &cb) != napi_ok || cb == NULL ||
       napi_get_boolean(env, msg->len != 0, &gone) != napi_ok ||
       napi_get_undefined(env, &undefined) != napi_ok)
     return;
@@ -151,7 +201,7 @@ static void ks__deliver_chunk(napi_env env, struct ks_napi_msg *msg) {
   napi_value ignored;
   void *data;
 
-  atomic_fetch_sub(&run->queued_bytes, msg->len);
+  ks__took_chunk(run, msg->len);
   if (run->cb[msg->stream] == NULL ||
       napi_get_reference_value(env, run->cb[msg->stream], &cb) != napi_ok || cb == NULL)
     return;
@@ -176,9 +226,9 @@ static void ks__call_js(napi_env env, napi_value js_cb, void *context, void *dat
     free(msg);
     return;
   }
-  if (msg->kind == KS_NAPI_MSG_STDIN) {
+  if (msg->kind == KS_NAPI_MSG_STDIN || msg->kind == KS_NAPI_MSG_STARTED) {
     if (env != NULL) /* NULL: teardown; the run may be gone, never touched */
-      ks__deliver_stdin(env, msg);
+      ks__deliver_event(env, msg);
     free(msg);
     return;
   }
@@ -210,7 +260,9 @@ int ks_napi_ensure_supervisor(napi_env env, struct ks_addon *addon, struct ks_er
                                             .on_done = ks__on_done,
                                             .on_cell_output = ks__on_cell_output,
                                             .on_cell_done = ks__on_cell_done,
-                                            .on_stdin = ks__on_stdin};
+                                            .on_stdin = ks__on_stdin,
+                                            .on_started = ks__on_started,
+                                            .output_room = ks__output_room};
   napi_value name;
 
   if (addon->sup != NULL)

@@ -19,6 +19,13 @@
  * of back-pressuring the box or growing our memory. The result is
  * unaffected. */
 #define KS_NAPI_STREAM_BUDGET (8u << 20)
+/* A flow call's (a process's, BoxOptions.flow) window: the engine reads its
+ * box's pipes while less than this is queued for JS, and again once JS has
+ * taken it below half; past FLOW_CAP (what the engine reads in one wakeup,
+ * and at the box's end, over the window) chunks are dropped as for other
+ * calls. */
+#define KS_NAPI_FLOW_WINDOW (4u << 20)
+#define KS_NAPI_FLOW_CAP (32u << 20)
 
 struct ks_napi_msg;
 struct ks_napi_call;
@@ -52,6 +59,14 @@ struct ks_napi_call {
   /* opts.onStdin: the box's stdin feed has room for the next chunk (or is
    * gone); NULL without a feed. */
   napi_ref on_stdin;
+  /* opts.onStarted: a process's workload started (hooks.on_started); NULL
+   * for other calls. */
+  napi_ref on_started;
+  /* BoxOptions.flow with a stream: the engine reads its output no faster
+   * than JS takes it (hooks.output_room); flow_paused: a stream waits for
+   * room, and the JS thread wakes the engine once there is. */
+  bool flow;
+  atomic_bool flow_paused;
 };
 
 enum ks_napi_msg_kind {
@@ -59,6 +74,7 @@ enum ks_napi_msg_kind {
   KS_NAPI_MSG_DONE,
   KS_NAPI_MSG_CELL_DONE,
   KS_NAPI_MSG_STDIN, /* the feed's slot is free: len 1 if the feed is gone */
+  KS_NAPI_MSG_STARTED, /* a process's workload started */
 };
 
 struct ks_napi_msg {

@@ -3,9 +3,12 @@
  * in the feed's slot (true), or refuses it while the slot is full (false:
  * the caller waits for its call's onStdin, lib/stdin.js); stdinEnd(handle)
  * ends the feed after what was put. Each wakes the supervisor, which
- * writes on to the box the feed is attached to; none waits for a box. */
+ * writes on to the box the feed is attached to; none waits for a box.
+ * And pipePair(), a process's stdin pipe, which this thread writes itself. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
+#include <unistd.h>
 
 #include "../core/box/feed.h"
 #include "addon.h"
@@ -86,9 +89,40 @@ static napi_value ks__stdin_end(napi_env env, napi_callback_info info) {
   return NULL;
 }
 
+/* pipePair() -> [readFd, writeFd]: a process's stdin (lib/process.js),
+ * both ends close-on-exec. The read end goes to its box (BoxOptions.stdinFd,
+ * owned by the engine from then on); the write end is this thread's, as a
+ * Node pipe socket. */
+static napi_value ks__pipe_pair(napi_env env, napi_callback_info info) {
+  int fds[2];
+  napi_value out;
+  napi_value v;
+  struct ks_err err;
+
+  (void) info;
+  if (pipe2(fds, O_CLOEXEC) < 0) {
+    ks_err_set(&err, errno, "pipe2", NULL);
+    ks_napi_throw_system(env, &err);
+    return NULL;
+  }
+  if (napi_create_array_with_length(env, 2, &out) != napi_ok)
+    goto fail;
+  for (uint32_t i = 0; i < 2; i++) {
+    if (napi_create_int32(env, fds[i], &v) != napi_ok || napi_set_element(env, out, i, v) != napi_ok)
+      goto fail;
+  }
+  return out;
+fail:
+  (void) close(fds[0]);
+  (void) close(fds[1]);
+  ks_napi_throw_last(env);
+  return NULL;
+}
+
 bool ks_napi_init_feed(napi_env env, napi_value exports) {
   static const struct ks_napi_fn fns[] = {
       {"stdinOpen", ks__stdin_open},
+      {"pipePair", ks__pipe_pair},
       {"stdinWrite", ks__stdin_write},
       {"stdinEnd", ks__stdin_end},
   };

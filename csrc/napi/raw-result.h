@@ -33,6 +33,8 @@
   X(prewarmed, ks_napi_bool(env, res->prewarmed))                                               \
   X(claimed, ks_napi_bool(env, res->claimed))                                                   \
   X(taken, ks_napi_bool(env, res->taken))                                                       \
+  X(started, ks_napi_bool(env, res->started_ns != 0))                                           \
+  X(killedByCaller, ks_napi_bool(env, res->killed_by_caller))                                   \
   X(missed, ks_napi_bool(env, res->missed))                                                     \
   X(results, ks_napi_results_value(env, &res->results))                                         \
   X(resultsDropped, ks_napi_bool(env, res->results.dropped))                                    \

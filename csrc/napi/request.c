@@ -5,6 +5,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -131,6 +132,21 @@ static bool ks__get_feed(const struct ks_opts *o, struct ks_box_request *req, na
   return true;
 }
 
+/* opts.stdinFd: a process's stdin, the read end of a pipe (pipePair),
+ * owned from here on whatever happens next (read first, so that no other
+ * option's error leaves it open). */
+static bool ks__get_stdin_fd(const struct ks_opts *o, struct ks_box_request *req) {
+  double fd = -1;
+
+  if (!ks_opt_number(o, "stdinFd", false, 0, INT_MAX, &fd))
+    return false;
+  if (fd >= 0) {
+    req->stdin_rd = (int) fd;
+    req->has_stdin_rd = true;
+  }
+  return true;
+}
+
 /* opts.init.run: the RUN an --interp box gets once it is taken: { code:
  * Buffer, results: boolean }. */
 static bool ks__get_run(const struct ks_opts *init, struct ks_box_request *req) {
@@ -241,7 +257,7 @@ static bool ks__get_claim(const struct ks_opts *o, struct ks_box_request *req) {
 
 bool ks_napi_box_request(napi_env env, struct ks_addon *addon, enum ks_napi_box_mode mode,
                          const char *fn, napi_value parked, napi_value opts,
-                         struct ks_box_request *req, napi_value streams[3], int *shared) {
+                         struct ks_box_request *req, napi_value streams[4], int *shared) {
   struct ks_opts o;
   napi_value claim;
   bool present;
@@ -250,11 +266,18 @@ bool ks_napi_box_request(napi_env env, struct ks_addon *addon, enum ks_napi_box_
   req->early_cap = -1;
   *shared = -1;
   streams[2] = NULL;
-  if (!ks_opts_begin(env, opts, fn, "opts", &o) || !ks__get_common(&o, addon, req, streams) ||
+  streams[3] = NULL;
+  if (!ks_opts_begin(env, opts, fn, "opts", &o) || !ks__get_stdin_fd(&o, req) ||
+      !ks__get_common(&o, addon, req, streams) ||
       !ks__get_init(&o, mode != KS_NAPI_START, req))
     return false;
-  if ((mode == KS_NAPI_START || mode == KS_NAPI_CLAIM) && !ks__get_feed(&o, req, &streams[2]))
+  if ((mode == KS_NAPI_START || mode == KS_NAPI_CLAIM) &&
+      (!ks__get_feed(&o, req, &streams[2]) ||
+       !ks_opt_function(&o, "onStarted", &streams[3], &req->want_started) ||
+       !ks_opt_bool(&o, "flow", &req->flow)))
     return false;
+  if (!req->want_started)
+    streams[3] = NULL;
   switch (mode) {
   case KS_NAPI_START:
     return true;

@@ -183,7 +183,7 @@ static napi_value ks__start(napi_env env, napi_callback_info info, enum ks_napi_
   size_t want = mode == KS_NAPI_CLAIM ? 2 : 1;
   size_t argc = 2;
   napi_value argv[2];
-  napi_value streams[3];
+  napi_value streams[4];
   struct ks_addon *addon;
   struct ks_box_request req;
   struct ks_napi_call *run = NULL;
@@ -208,13 +208,15 @@ static napi_value ks__start(napi_env env, napi_callback_info info, enum ks_napi_
   run = ks_napi_call_new(env, addon, streams, req.stream, ks__settle);
   if (run == NULL)
     goto fail;
-  if (streams[2] != NULL && napi_create_reference(env, streams[2], 1, &run->on_stdin) != napi_ok) {
+  if ((streams[2] != NULL && napi_create_reference(env, streams[2], 1, &run->on_stdin) != napi_ok) ||
+      (streams[3] != NULL && napi_create_reference(env, streams[3], 1, &run->on_started) != napi_ok)) {
     ks_napi_throw_last(env);
     goto fail;
   }
   /* Neither an idle prewarmed box nor an idle kernel keeps the process
    * alive: a kernel's cells do, while they run. */
   run->parked = req.park_key != 0 || req.kernel_key != 0;
+  run->flow = req.flow && (req.stream[KS_STDOUT] || req.stream[KS_STDERR]);
   park_key = req.park_key; /* req moves into the box below */
 
   ks_err_clear(&err);
@@ -328,6 +330,34 @@ static bool ks__group_arg(napi_env env, napi_callback_info info, struct ks_addon
   return true;
 }
 
+/* signalCall(cancelKey, signo, graceMs): a process's kill() (lib/process.js):
+ * signo to the workload of the call's box through its init, then the box
+ * killed once graceMs is over unless it ended first (ks_sup_signal_call).
+ * Returns 0, or a negative errno (-ESRCH: no supervisor yet). */
+static napi_value ks__signal_call(napi_env env, napi_callback_info info) {
+  size_t argc = 3;
+  napi_value argv[3];
+  double a[3];
+  struct ks_addon *addon;
+  napi_value out;
+  int r = -ESRCH;
+
+  KS_NAPI_CALL(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  KS_NAPI_CALL(env, napi_get_instance_data(env, (void **) &addon));
+  for (size_t i = 0; i < 3; i++) {
+    if (i >= argc || napi_get_value_double(env, argv[i], &a[i]) != napi_ok || !(a[i] >= 0) ||
+        !(a[i] <= 9007199254740991.0)) {
+      napi_throw_type_error(env, "ERR_INVALID_ARG_TYPE",
+                            "kern-sandbox: signalCall(cancelKey, signo, graceMs) takes numbers");
+      return NULL;
+    }
+  }
+  if (addon->sup != NULL)
+    r = ks_sup_signal_call(addon->sup, (uint64_t) a[0], (int) a[1], (uint64_t) (a[2] * 1e6));
+  KS_NAPI_CALL(env, napi_create_int32(env, r, &out));
+  return out;
+}
+
 /* cancelGroup(group): kills every box of a closing session. */
 static napi_value ks__cancel_group(napi_env env, napi_callback_info info) {
   struct ks_addon *addon;
@@ -379,8 +409,8 @@ static napi_value ks__drop_parked(napi_env env, napi_callback_info info) {
 /* The SPEC frame of argv (an array of strings, JS-checked for NUL bytes):
  * malloc'd, its length in *len; NULL with an exception pending. The one
  * check of argv: anything but a non-empty array of strings throws. */
-static char *ks__spec_frame(napi_env env, napi_value argv, size_t *len) {
-  struct ks_init_frame_header h = {.magic = KS_INIT_FRAME_MAGIC, .type = KS_INIT_SPEC};
+static char *ks__spec_frame(napi_env env, napi_value argv, uint32_t flags, size_t *len) {
+  struct ks_init_frame_header h = {.magic = KS_INIT_FRAME_MAGIC, .type = KS_INIT_SPEC | flags};
   uint32_t n = 0;
   size_t body = 0, at;
   char *frame;
@@ -452,7 +482,7 @@ static napi_value ks__claim_send(napi_env env, napi_callback_info info) {
     napi_throw_type_error(env, "ERR_INVALID_ARG_TYPE", "kern-sandbox: claimSend(parked, argv) takes 2 arguments");
     return NULL;
   }
-  frame = ks__spec_frame(env, argv[1], &len); /* checks argv */
+  frame = ks__spec_frame(env, argv[1], 0, &len); /* checks argv */
   if (frame == NULL)
     return NULL;
   held = ks_handle_release(env, addon, argv[0], KS_HANDLE_PARKED, "claimSend", &fd);
@@ -473,22 +503,26 @@ static napi_value ks__claim_send(napi_env env, napi_callback_info info) {
   return out;
 }
 
-/* specFrame(argv) -> Buffer: the SPEC frame of argv, as claimSend writes it
- * (the engine sends it when the caller could not: claimBox's opts.spec). */
+/* specFrame(argv[, process]) -> Buffer: the SPEC frame of argv, as
+ * claimSend writes it (the engine sends it when the caller could not:
+ * claimBox's opts.spec); with process true, a process's, which asks the
+ * init for STARTED and SIGNAL (KS_INIT_SAY_STARTED). */
 static napi_value ks__spec_frame_buffer(napi_env env, napi_callback_info info) {
-  size_t argc = 1;
-  napi_value argv[1];
+  size_t argc = 2;
+  napi_value argv[2];
   char *frame;
   size_t len = 0;
   void *data;
+  bool process = false;
   napi_value out;
 
   KS_NAPI_CALL(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
-  if (argc != 1) {
-    napi_throw_type_error(env, "ERR_INVALID_ARG_TYPE", "specFrame(argv)");
+  if (argc < 1 || argc > 2 ||
+      (argc == 2 && napi_get_value_bool(env, argv[1], &process) != napi_ok)) {
+    napi_throw_type_error(env, "ERR_INVALID_ARG_TYPE", "specFrame(argv[, process])");
     return NULL;
   }
-  frame = ks__spec_frame(env, argv[0], &len); /* checks argv */
+  frame = ks__spec_frame(env, argv[0], process ? KS_INIT_SAY_STARTED : 0, &len); /* checks argv */
   if (frame == NULL)
     return NULL;
   if (napi_create_buffer_copy(env, len, frame, &data, &out) != napi_ok) {
@@ -502,7 +536,7 @@ static napi_value ks__spec_frame_buffer(napi_env env, napi_callback_info info) {
 
 bool ks_napi_init_run(napi_env env, napi_value exports) {
   static const struct ks_napi_fn fns[] = {
-      {"cancelGroup", ks__cancel_group}, {"forgetGroup", ks__forget_group},
+      {"cancelGroup", ks__cancel_group}, {"signalCall", ks__signal_call}, {"forgetGroup", ks__forget_group},
       {"startBox", ks__start_box}, {"parkBox", ks__park_box},
       {"claimBox", ks__claim_box}, {"startKernel", ks__start_kernel},
       {"shutdown", ks__shutdown},

@@ -5,6 +5,7 @@
  * user code comes to depend on them (test/16 checks). */
 #ifdef KS_TEST_NATIVES
 #define _GNU_SOURCE
+#include <errno.h>
 #include <stddef.h>
 
 #include "../core/box/supervisor.h"

@@ -16,6 +16,15 @@ const EXPECT = {
   "snapshot.js": [/^snapshot: \d+ bytes$/m, /^restored: 0\.1 0\.2 0\.3$/m],
   "code-interpreter.js": [/^mean: 15\.933333333333332$/m, /^formats: text, html$/m,
     /^crashed cell exit: 134$/m, /^slow cell: timeout$/m, /^rows still: 3$/m, /^after rollback: 3$/m],
+  // Issue 33: processes.
+  "dev-server.js": [/^GET http:\/\/127\.0\.0\.1:PORT -> 200: <h1>hello from a box<\/h1>$/m,
+    /^server stopped: fault null, exit /m],
+  "interactive.js": [/^>>> 1 \+ 1\n2$/m, /^>>> x \* 2\n42$/m, /^>>> 'box'.upper\(\)\n'BOX'$/m, /^repl exited 0$/m],
+  // Issue 34: the framework adapters, with their scripted models (no API key set).
+  "ai-sdk-agent.js": [/^tool run_code: \{"exitCode":0,"stdout":"6\\n"/m,
+    /^tool read_file: "hello from the workspace\\n"$/m, /^answer: The mean is 6/m],
+  "openai-agents-sandbox.js": [/^tool output: Process exited with code 0 \| Output: \| 55 \| a kern box$/m,
+    /^answer: fib\(10\) is 55\.$/m],
 };
 
 /** Runs examples/NAME with env on top of ours; { status, stdout, stderr }. */

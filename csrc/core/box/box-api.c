@@ -364,6 +364,20 @@ int ks_sup_drop_parked(struct ks_sup *sup, uint64_t key) {
   return r;
 }
 
+void ks_sup_wake(struct ks_sup *sup) {
+  ks_loop_wake(&sup->loop);
+}
+
+int ks_sup_signal_call(struct ks_sup *sup, uint64_t call, int signo, uint64_t grace_ns) {
+  int r;
+  if (call == 0 || signo < 1 || signo > 64 || grace_ns >> 56 != 0)
+    return -EINVAL;
+  r = ks_keys_signal(&sup->keys, call, signo, grace_ns);
+  if (r == 0)
+    ks_loop_wake(&sup->loop);
+  return r;
+}
+
 /* The group is forgotten once the supervisor has taken in every box
  * submitted before this call: a command queued behind them does it.
  * Forgotten at once, a group whose prewarm box was still queued would let

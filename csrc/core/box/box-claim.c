@@ -137,6 +137,14 @@ static void ks__on_chan_event(struct ks_sup *sup, struct ks_box *box, enum ks_ch
       ks__feed_pump(sup, box);
     }
     break;
+  case KS_CHAN_STARTED:
+    if (box->kern->said.started_ns != 0)
+      break;
+    box->kern->said.started_ns = ks_now_ns();
+    /* Only a process's own box: a parked one's user is not a call. */
+    if (box->req.want_started && box->state == KS_BOX_RUNNING)
+      sup->hooks.on_started(sup->ctx, box);
+    break;
   case KS_CHAN_ATTACH:
     fd = box->kern->pending_fd[0];
     box->kern->pending_fd[0] = -1;

@@ -29,6 +29,11 @@
 int ks__feed_pipe(struct ks_box *box, struct ks_err *err) {
   int fds[2];
 
+  if (box->req.has_stdin_rd) { /* a process's: its caller writes the pipe */
+    box->feed_rd = box->req.stdin_rd;
+    box->req.has_stdin_rd = false;
+    return 0;
+  }
   if (box->req.feed == NULL)
     return 0;
   if (pipe2(fds, O_CLOEXEC) < 0)

@@ -46,6 +46,19 @@ void ks__box_deadline(struct ks_sup *sup, struct ks_box *box, uint64_t at);
  * Runs after each turn's events and timers. */
 void ks__sweep(struct ks_sup *sup, uint64_t now);
 
+/* box-proc.c */
+
+/* The caller's signals for running calls (ks_sup_signal_call): each sent
+ * on its box's channel, its kill armed after the grace. */
+void ks__take_signals(struct ks_sup *sup, uint64_t now);
+/* A flow box's stream s is readable (ks__on_box_pipe): false when its
+ * caller has no room, the stream then paused (not read until
+ * ks__flow_resume). Only while the box runs: at its end every pipe is read
+ * at once. */
+bool ks__flow_read(struct ks_sup *sup, struct ks_box *box, int s);
+/* The box's paused streams read again if its caller has room (ks__sweep). */
+void ks__flow_resume(struct ks_sup *sup, struct ks_box *box);
+
 /* box-claim.c */
 
 /* Watches the box's channel (ctl) for it. */

@@ -44,6 +44,8 @@ void ks_box_request_free(struct ks_box_request *req) {
     ks_close_keep_errno(req->chan[1]);
   }
   ks_feed_unref(req->feed);
+  if (req->has_stdin_rd)
+    ks_close_keep_errno(req->stdin_rd);
   memset(req, 0, sizeof *req);
 }
 
@@ -178,6 +180,7 @@ void ks__call_take_said(struct ks_box *box) {
   memcpy(box->res.started, said->started, sizeof box->res.started);
   box->res.nstarted = said->nstarted;
   box->res.taken = said->taken;
+  box->res.started_ns = said->started_ns;
   box->res.reported = said->reported;
   box->res.report_end = said->report_end;
   box->res.report_value = said->report_value;
@@ -470,11 +473,13 @@ static void ks__on_box_pipe(void *ctx, struct ks_watch *w, uint32_t events, uint
   struct ks_box *box = k->box;
   int i = (int) (w - k->watch);
 
-  (void) events;
   (void) now;
   if (i == 2)
     ks__drain_started(ctx, box);
-  else
+  /* A hangup is read whatever the flow says: the writer is gone, what is
+   * left is at most a pipe's worth, and a paused pipe would report it at
+   * every turn. */
+  else if ((events & (EPOLLHUP | EPOLLERR)) || ks__flow_read(ctx, box, i))
     ks__drain_output(ctx, box, (enum ks_stream) i, KS__READ_BUDGET);
 }
 
@@ -505,7 +510,7 @@ void ks__kill_box(struct ks_sup *sup, struct ks_box *box, uint64_t now, bool tim
   ks__box_to(box, KS_BOX_KILLED);
   if (timeout)
     box->res.timed_out = true;
-  else
+  else if (!box->res.killed_by_caller)
     box->res.cancelled = true;
   ks__box_deadline(sup, box, now + KS__KILL_GRACE_NS);
   /* Group first, while kern (unreaped) still pins the group id. kern's
@@ -584,7 +589,7 @@ static void ks__box_due(void *ctx, struct ks_timer *t, uint64_t now) {
   if (box->state == KS_BOX_SETTLING)
     return;
   if (ks__box_alive(box))
-    ks__kill_box(sup, box, now, true);
+    ks__kill_box(sup, box, now, !box->caller_kill);
   else if (box->state == KS_BOX_KILLED)
     ks__abandon_kern(sup, box, now); /* its drain grace ends at once: finished below */
   if (box->state == KS_BOX_DRAINING && now >= box->deadline_ns)
@@ -600,6 +605,7 @@ void ks__sweep(struct ks_sup *sup, uint64_t now) {
 
   cancels = ks_keys_any(&sup->keys);
   ks_keys_take_drops(&sup->keys, ks__drop_parked, &drop);
+  ks__take_signals(sup, now);
 
   /* Deadlines are the timers' (ks__box_due, fired before this); what is
    * left is what no clock says: settles, cancels, drained boxes. */
@@ -614,6 +620,8 @@ void ks__sweep(struct ks_sup *sup, uint64_t now) {
       ks__kill_box(sup, box, now, false);
     if (box->state == KS_BOX_DRAINING && ks__box_quiet(box))
       ks__finish_box(sup, box);
+    else if (box->kern != NULL)
+      ks__flow_resume(sup, box);
     box = next;
   }
   stops = sup->stops;

@@ -22,6 +22,7 @@ static long ks__body_len(uint32_t type) {
   switch (type) {
   case KS_INIT_TAKEN:
   case KS_INIT_ATTACH:
+  case KS_INIT_STARTED:
     return 0;
   case KS_INIT_REPORT:
     return (long) sizeof(struct ks_init_report);
@@ -70,6 +71,9 @@ size_t ks_chan_feed(struct ks_chan_reader *r, const void *data, size_t n,
     break;
   case KS_INIT_ATTACH:
     *ev = KS_CHAN_ATTACH;
+    break;
+  case KS_INIT_STARTED:
+    *ev = KS_CHAN_STARTED;
     break;
   default:
     memcpy(&r->rep, r->buf + KS__HDR, sizeof r->rep);

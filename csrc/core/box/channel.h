@@ -22,6 +22,7 @@ enum ks_chan_event {
   KS_CHAN_ATTACH = 2, /* the descriptor that came with this frame is the
                        * interpreter socket's host end */
   KS_CHAN_REPORT = 3, /* rep is valid; the state is DONE */
+  KS_CHAN_STARTED = 4, /* the workload's exec succeeded */
 };
 
 struct ks_chan_reader {

@@ -14,7 +14,8 @@ void ks_keys_destroy(struct ks_keys *k) {
   pthread_mutex_destroy(&k->lock);
   free(k->cancelled);
   free(k->drops);
-  k->cancelled = k->drops = NULL;
+  free(k->signals);
+  k->cancelled = k->drops = k->signals = NULL;
 }
 
 /* Appends key to a growing array. With the lock held. */
@@ -100,5 +101,28 @@ void ks_keys_take_drops(struct ks_keys *k, void (*fn)(void *ctx, uint64_t key), 
   for (size_t i = 0; i < k->ndrops; i++)
     fn(ctx, k->drops[i]);
   k->ndrops = 0;
+  pthread_mutex_unlock(&k->lock);
+}
+
+int ks_keys_signal(struct ks_keys *k, uint64_t key, int signo, uint64_t grace_ns) {
+  int r;
+  pthread_mutex_lock(&k->lock);
+  r = ks__push(&k->signals, &k->nsignals, &k->signals_cap, key);
+  if (r == 0)
+    r = ks__push(&k->signals, &k->nsignals, &k->signals_cap,
+                 (uint64_t) (signo & 0xff) | grace_ns << 8);
+  if (r != 0)
+    k->nsignals &= ~(size_t) 1; /* no half pair */
+  pthread_mutex_unlock(&k->lock);
+  return r;
+}
+
+void ks_keys_take_signals(struct ks_keys *k,
+                          void (*fn)(void *ctx, uint64_t key, int signo, uint64_t grace_ns),
+                          void *ctx) {
+  pthread_mutex_lock(&k->lock);
+  for (size_t i = 0; i + 1 < k->nsignals; i += 2)
+    fn(ctx, k->signals[i], (int) (k->signals[i + 1] & 0xff), k->signals[i + 1] >> 8);
+  k->nsignals = 0;
   pthread_mutex_unlock(&k->lock);
 }

@@ -19,6 +19,11 @@ struct ks_keys {
   /* Forgets queued behind the boxes submitted before them, not yet done:
    * their groups already count as forgotten (ks_keys_count). */
   size_t forgets_pending; /* guarded by lock */
+  /* Signals for calls (ks_keys_signal): pairs of the call key and
+   * signo | grace_ns << 8. Guarded by lock. */
+  uint64_t *signals;
+  size_t nsignals;
+  size_t signals_cap;
   uint64_t *drops;     /* guarded by lock */
   size_t ndrops;       /* guarded by lock */
   size_t drops_cap;
@@ -47,5 +52,14 @@ int ks_keys_drop(struct ks_keys *k, uint64_t key);
 /* Calls fn for each park key added since the last call, with the lock held
  * (fn must not call back into k), and empties the list. */
 void ks_keys_take_drops(struct ks_keys *k, void (*fn)(void *ctx, uint64_t key), void *ctx);
+
+/* A signal for the call of key, its box killed grace_ns later (< 2^56).
+ * 0 or -ENOMEM. */
+int ks_keys_signal(struct ks_keys *k, uint64_t key, int signo, uint64_t grace_ns);
+/* Calls fn for each signal added since the last call, with the lock held
+ * (fn must not call back into k), and empties the list. */
+void ks_keys_take_signals(struct ks_keys *k,
+                          void (*fn)(void *ctx, uint64_t key, int signo, uint64_t grace_ns),
+                          void *ctx);
 
 #endif

@@ -75,6 +75,7 @@ struct ks__said {
   unsigned char started[4];
   size_t nstarted;
   bool taken;
+  uint64_t started_ns; /* the init said STARTED (ks_now_ns); 0: not */
   bool reported;
   int report_end;
   int report_value;
@@ -141,6 +142,9 @@ struct ks_box {
   /* Its kern: the one it started, or the parked one it claimed; NULL once
    * a claim took it (a parked run that was claimed). */
   struct ks__kern *kern;
+  /* A caller's kill (ks_sup_signal_call) set its deadline: the kill at it
+   * is the caller's, no timeout. */
+  bool caller_kill;
   uint64_t start_ns;
   /* When the state's time is up (ks__sweep): parked, running or settling,
    * the call's deadline (UINT64_MAX: none); KILLED, the kill grace's end;
@@ -161,6 +165,9 @@ struct ks_box {
                                * a claim: at TAKEN, so a box that never took the
                                * call had nothing written and its retry loses nothing) */
   bool feed_out;              /* feed_fd is watched for EPOLLOUT */
+  /* A process's stream whose reading waits for the caller to take what
+   * it has (req.flow; box-proc.c): its pipe is not watched for EPOLLIN. */
+  bool out_paused[2];
 };
 
 /* Moves the box to another state of its life, checked (boxstate.h). */

@@ -92,6 +92,23 @@ struct ks_box_request {
    * runs `ks-init --stdin`) or its SPEC (a claim), or as kern's stdin when
    * there is no channel. */
   struct ks_feed *feed;
+  /* A process's box: its init says STARTED (hooks.on_started), and takes
+   * the caller's signals (ks_sup_signal_call). The init learns it from its
+   * argv (`--started`) or the SPEC's type (KS_INIT_SAY_STARTED), which the
+   * caller made so. */
+  bool want_started;
+  /* A process's output (with stream[]): while the box runs, its pipes are
+   * read no faster than the caller takes the chunks (hooks.output_room),
+   * as a pipe to a Node child process is, instead of chunks being dropped
+   * past a budget; the caller then keeps what its reader has not taken.
+   * At the box's end what is left in the pipes is read at once. */
+  bool flow;
+  /* A process's stdin: the read end of a pipe whose write end the caller
+   * writes itself (not through a feed), owned, with has_stdin_rd. It
+   * reaches the workload as a feed's would (a STDIN frame, or on the
+   * SPEC). */
+  bool has_stdin_rd;
+  int stdin_rd;
 };
 
 /* Rich results (interp.h, RESULT): JSON texts within a byte budget; one
@@ -130,6 +147,9 @@ struct ks_box_result {
   bool claimed;                /* a prewarm box that a call took over: nothing else here */
   bool taken;                  /* a claimed box's init or interpreter took the call
                                 * (TAKEN): without it the call never ran there */
+  bool killed_by_caller;       /* ks_sup_signal_call reached it while it ran */
+  uint64_t started_ns;         /* the init said STARTED, its workload's exec succeeded
+                                * (--exec and --wait inits): when; 0: it did not */
   bool missed;                 /* a claim_only claim found no parked box: nothing ran
                                 * here; the parked box's own result says whether it
                                 * took the call */
@@ -204,6 +224,15 @@ struct ks_sup_hooks {
    * closed and every byte from now on is dropped. Runs on the supervisor
    * thread, before the box's on_done; must not block. */
   void (*on_stdin)(void *ctx, struct ks_box *box, bool gone);
+  /* A process box's workload started: its init said STARTED (its exec
+   * succeeded). At most once per box, only for a request with
+   * want_started, before the box's on_done; must not block. */
+  void (*on_started)(void *ctx, struct ks_box *box);
+  /* A flow box's caller (req.flow) can take more output now: true; false,
+   * and it wakes the supervisor (ks_sup_wake) once it can, when the box's
+   * paused streams are read again. Runs on the supervisor thread; must not
+   * block. */
+  bool (*output_room)(void *ctx, struct ks_box *box);
 };
 
 struct ks_sup;
@@ -266,6 +295,17 @@ void ks_sup_forget_group(struct ks_sup *sup, uint64_t group);
 /* Recycles the parked prewarm box of this key (ks_box_request.park_key), if
  * it is still parked; nothing otherwise. Thread-safe. 0 or -ENOMEM. */
 int ks_sup_drop_parked(struct ks_sup *sup, uint64_t key);
+
+/* A caller's kill of a running call (docs/plan-processes.md, section 3):
+ * the call of cancel key `call` gets signo through its init's SIGNAL frame
+ * (protocol.h) and its box is killed grace_ns later if it has not ended by
+ * then (0: at once). Its result then says killed_by_caller, not cancelled:
+ * the caller asked. A call not running by then is left alone. Any thread;
+ * 0 or -ENOMEM. */
+int ks_sup_signal_call(struct ks_sup *sup, uint64_t call, int signo, uint64_t grace_ns);
+/* Wakes the supervisor for a turn (a flow box's caller has room again:
+ * hooks.output_room). Any thread. */
+void ks_sup_wake(struct ks_sup *sup);
 
 /* Kills every live box and helper, reaps them, reports each box through
  * on_done, joins the thread and frees the supervisor. */

@@ -1,0 +1,217 @@
+"use strict";
+
+// createMcpServer(options): the SDK's low-level Server with kern-sandbox's
+// tools, on one Sandbox (the session: one workspace for every call, each
+// call a fresh box; or, in kernel mode, Python in one fork-isolated kernel).
+// The tools are thin: they call the public API and bound what goes back to
+// the model (./bound.js). A fault or a non-zero exit is a tool result with
+// isError, never a protocol error; an unknown tool is one (InvalidParams).
+const { Sandbox } = require("../sandbox");
+const { version } = require("../../package.json");
+const { loadSdk } = require("./sdk");
+const { toolList, checkArgs } = require("./tools");
+const { limitsOf } = require("./bound");
+const { renderRun, errorResult } = require("./render");
+const { writeFileTool, readFileTool, listFilesTool } = require("./files");
+const { ProcessTable } = require("./procs");
+
+const OUTPUT_DIR = ".mcp-output";
+// Saved outputs go to this many slots in turn, each overwritten when its
+// turn comes again: a model that floods in a loop cannot fill the disk.
+const OUTPUT_SLOTS = 16;
+
+// Defaults that suit a server for a model: matplotlib needs a writable
+// config dir in a read-only image, and no tool reports result.files.
+const SERVER_DEFAULTS = { trackFiles: false };
+const SERVER_ENV = { MPLCONFIGDIR: "/tmp" };
+
+const INSTRUCTIONS = "kern-sandbox runs code in a local, isolated sandbox (a kern box per call, network off " +
+  "unless the server allows it). Files in /workspace persist across calls. Use run_code for Python, bash or " +
+  "node; run_command for a shell line; write_file/read_file/list_files for the workspace; start_process and " +
+  "process_output for servers and long-running commands.";
+
+/** A signal that aborts with either (AbortSignal.any is Node 20.3+). */
+function anySignal(a, b) {
+  if (typeof AbortSignal.any === "function") return AbortSignal.any([a, b]);
+  const ac = new AbortController();
+  for (const s of [a, b]) {
+    if (s.aborted) ac.abort(s.reason);
+    else s.addEventListener("abort", () => ac.abort(s.reason), { once: true });
+  }
+  return ac.signal;
+}
+
+function messageOf(e) {
+  if (e && typeof e.code === "string" && e.name === "SandboxError") return `${e.message} (${e.code})`;
+  return e && e.message ? e.message : String(e);
+}
+
+class KernMcpServer {
+  #sbx = null; // Promise<Sandbox> while opening or open
+  #own;
+  #given;
+  #options;
+  #kernel = null; // Promise<Kernel>
+  #closing = new AbortController();
+  #closed = null;
+  #seq = 0;
+
+  constructor(options = {}) {
+    if (options === null || typeof options !== "object") throw new TypeError("createMcpServer(options): options must be an object");
+    const { sandbox, kernel = false, limits, name = "kern-sandbox", ...sandboxOptions } = options;
+    const sdk = loadSdk();
+    this.limits = limitsOf(limits);
+    this.kernelMode = kernel === true;
+    this.#own = sandbox === undefined || sandbox === null;
+    if (this.#own) {
+      const env = { ...SERVER_ENV, ...(sandboxOptions.env ?? {}) };
+      this.#options = { ...SERVER_DEFAULTS, ...sandboxOptions, env };
+      // Validates every option now: a bad one fails the server's creation, not its first call.
+      this.#given = new Sandbox(this.#options);
+    } else {
+      if (!(sandbox instanceof Sandbox)) throw new TypeError("createMcpServer: options.sandbox must be a Sandbox");
+      this.#given = sandbox;
+    }
+    this.tools = new Map(toolList({ kernel: this.kernelMode }).map((t) => [t.name, t]));
+    this.processes = new ProcessTable(() => this.sandbox(), this.limits);
+    this.server = new sdk.Server({ name, version }, { capabilities: { tools: {} }, instructions: INSTRUCTIONS });
+    this.server.setRequestHandler(sdk.ListToolsRequestSchema, () => ({ tools: [...this.tools.values()] }));
+    this.server.setRequestHandler(sdk.CallToolRequestSchema, (req, extra) => this.#call(req.params, extra));
+    this.server.onclose = () => {
+      this.close().catch((e) => process.stderr.write(`kern-sandbox mcp: close: ${e && e.stack}\n`));
+    };
+    this.handlers = {
+      run_code: (a, signal) => this.#runCode(a, signal),
+      run_command: (a, signal) => this.#runCommand(a, signal),
+      write_file: async (a) => writeFileTool(await this.sandbox(), a),
+      read_file: async (a) => readFileTool(await this.sandbox(), a, this.limits),
+      list_files: async (a) => listFilesTool(await this.sandbox(), a, this.limits),
+      start_process: (a, signal) => this.processes.start(a, signal),
+      process_output: (a, signal) => this.processes.output(a, signal),
+      write_stdin: (a) => this.processes.write(a),
+      stop_process: (a) => this.processes.stop(a),
+      list_processes: () => this.processes.list(),
+    };
+  }
+
+  /** The open Sandbox: opened on first use; an open that failed is tried again next time. */
+  sandbox() {
+    if (this.#closing.signal.aborted) return Promise.reject(new Error("the MCP server is closing"));
+    if (this.#sbx === null) {
+      const sbx = this.#given;
+      this.#sbx = (this.#own ? sbx.open() : Promise.resolve(sbx)).catch((e) => {
+        this.#sbx = null;
+        throw e;
+      });
+    }
+    return this.#sbx;
+  }
+
+  /** Connects the SDK's server to a transport (stdio, or any the SDK has). */
+  async connect(transport) {
+    await this.server.connect(transport);
+  }
+
+  async #call(params, extra) {
+    const tool = this.tools.get(params.name);
+    if (tool === undefined) {
+      const { McpError, ErrorCode } = loadSdk();
+      throw new McpError(ErrorCode.InvalidParams, `unknown tool ${JSON.stringify(String(params.name).slice(0, 80))}; ` +
+        `the tools are ${[...this.tools.keys()].join(", ")}`);
+    }
+    const checked = checkArgs(tool, params.arguments);
+    if (checked.error) return errorResult(checked.error);
+    const signal = anySignal(extra.signal, this.#closing.signal);
+    try {
+      return await this.handlers[tool.name](checked.args, signal);
+    } catch (e) {
+      if (this.#closing.signal.aborted) return errorResult("the MCP server is closing; the call was stopped");
+      if (extra.signal.aborted) throw e; // cancelled: the SDK sends no reply
+      return errorResult(messageOf(e));
+    }
+  }
+
+  #save(name) {
+    const slot = this.#seq++ % OUTPUT_SLOTS;
+    return async (stream, text) => {
+      const rel = `${OUTPUT_DIR}/${slot}-${stream}.txt`;
+      try {
+        await (await this.sandbox()).writeFile(rel, text);
+        return `/workspace/${rel}`;
+      } catch (e) {
+        process.stderr.write(`kern-sandbox mcp: cannot save ${rel}: ${messageOf(e)}\n`);
+        return null;
+      }
+    };
+  }
+
+  #ctx(sbx, name, timeoutS) {
+    return { limits: this.limits, save: this.#save(name), timeoutS: timeoutS ?? sbx.timeoutS,
+      maxOutputBytes: sbx.maxOutputBytes };
+  }
+
+  async #runCode(a, signal) {
+    const sbx = await this.sandbox();
+    const language = a.language ?? "python";
+    const opts = { signal, ...(a.timeout_s !== undefined ? { timeoutS: a.timeout_s } : {}) };
+    if (this.kernelMode && language === "python") return this.#runCell(sbx, a.code, opts);
+    const r = await sbx.runCode(a.code, { ...opts, language });
+    return renderRun(r, this.#ctx(sbx, "run_code", a.timeout_s));
+  }
+
+  async #runCell(sbx, code, opts) {
+    if (this.#kernel === null) {
+      this.#kernel = sbx.kernel({ isolation: "fork" }).catch((e) => {
+        this.#kernel = null;
+        throw e;
+      });
+    }
+    const kernel = await this.#kernel;
+    try {
+      const r = await kernel.runCode(code, opts);
+      return renderRun(r, this.#ctx(sbx, "run_code", opts.timeoutS));
+    } catch (e) {
+      if (e.code !== "ERR_SANDBOX_KERNEL_DEAD" && e.code !== "ERR_SANDBOX_KERNEL_CLOSED") throw e;
+      this.#kernel = null;
+      kernel.close().catch(() => {});
+      return errorResult(`the Python kernel died and its state is lost: ${messageOf(e)}. The next run_code ` +
+        "starts a fresh one: re-run the imports and definitions you need.");
+    }
+  }
+
+  async #runCommand(a, signal) {
+    const sbx = await this.sandbox();
+    const opts = { signal, ...(a.timeout_s !== undefined ? { timeoutS: a.timeout_s } : {}) };
+    const r = await sbx.run(["sh", "-c", a.command], opts);
+    return renderRun(r, this.#ctx(sbx, "run_command", a.timeout_s));
+  }
+
+  /**
+   * Stops every call (their boxes are killed), every process and the
+   * kernel, closes the transport, and closes the Sandbox if the server
+   * made it (a temporary workspace is removed). Idempotent.
+   */
+  close() {
+    if (this.#closed === null) {
+      this.#closed = (async () => {
+        this.#closing.abort(new Error("the MCP server is closing"));
+        this.processes.killAll();
+        const kernel = this.#kernel;
+        this.#kernel = null;
+        if (kernel !== null) await kernel.then((k) => k.close(), () => {});
+        this.server.onclose = undefined;
+        await this.server.close().catch(() => {});
+        // A close() during open() kills the setup box and fails that open().
+        if (this.#own) await this.#given.close();
+      })();
+    }
+    return this.#closed;
+  }
+}
+
+/** An MCP server with kern-sandbox's tools (see KernMcpServer). */
+function createMcpServer(options) {
+  return new KernMcpServer(options);
+}
+
+module.exports = { createMcpServer, KernMcpServer, OUTPUT_DIR, OUTPUT_SLOTS };
