@@ -762,7 +762,9 @@ async function idleLoop() {
   const processes = () => processFigures({ Sandbox, h, row, median, quick: QUICK, loop });
   const integrations = () => integrationFigures({ Sandbox, h, row, median, quick: QUICK, loop });
   const figures = { perCallOverhead, bigWorkspaceOverhead, concurrency, timeoutPrecision, flood,
-    snapshots, oneShot, closeCost, prewarmed, kernel, processes, integrations, flood10g };
+    snapshots, oneShot, closeCost, prewarmed, kernel, processes, integrations, flood10g,
+    // kern-sandbox/cluster (issue 35): bench/cluster.js.
+    cluster: () => require("./cluster").clusterFigures({ row, median, pct, QUICK, loop }) };
   const onRequest = ["flood10g"];
   // `node bench/run.js only=flood,snapshots` measures a subset (when chasing one figure).
   const only = (process.argv.find((a) => a.startsWith("only=")) || "").slice(5).split(",")

@@ -6,7 +6,7 @@
 // 2 for a usage error. `npx kern-sandbox mcp`: the MCP server (lib/cli/mcp.js).
 const { doctor } = require("../lib/index.js");
 
-const USAGE = "usage: kern-sandbox doctor [--json] [--image REF]\n       kern-sandbox mcp [--help | options]\n";
+const USAGE = "usage: kern-sandbox doctor [--json] [--image REF]\n       kern-sandbox mcp [--help | options]\n       kern-sandbox worker --help\n";
 
 function table(report) {
   const lines = [];
@@ -22,6 +22,8 @@ function table(report) {
 
 async function main(argv) {
   if (argv[0] === "mcp") return require("../lib/cli/mcp.js").main(argv.slice(1));
+  // The cluster worker (README, "Many machines"): lib/cli/worker.js.
+  if (argv[0] === "worker") return require("../lib/cli/worker").main(argv.slice(1));
   if (argv[0] !== "doctor" || argv.includes("--help") || argv.includes("-h")) {
     process.stderr.write(USAGE);
     return argv.includes("--help") || argv.includes("-h") ? 0 : 2;

@@ -34,6 +34,12 @@ const CODES = Object.freeze({
   ERR_SANDBOX_PORT_NOT_READY: "no listener answered through a published port in time, or the process exited first (waitForPort)",
   ERR_SANDBOX_MISSING_PEER: "an integration's framework (an optional peer dependency) is not installed: the " +
     "message names the npm install command",
+  ERR_SANDBOX_POLICY_REFUSED: "a cluster call asks for what the workers' policy forbids (refused, never clamped)",
+  ERR_SANDBOX_HOST_LOST: "the cluster worker running the call (or the session's worker) died or shut down, " +
+    "or Redis stayed unreachable",
+  ERR_SANDBOX_JOB_LOST: "the call's job vanished from Redis (a restart without persistence)",
+  ERR_SANDBOX_QUEUE_FULL: "the cluster's queue already holds maxQueued calls",
+  ERR_SANDBOX_QUEUE_TIMEOUT: "the call waited in the cluster's queue longer than its queueTimeoutS",
 });
 
 /** A programmer or configuration error: a bad argument, a refused mount, no kern. */

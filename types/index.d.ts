@@ -275,6 +275,11 @@ export class SandboxError extends Error {
  * - `ERR_SANDBOX_PORT_UNAVAILABLE`: a published port could not be had: its host port was taken three times over (spawn with ports)
  * - `ERR_SANDBOX_PORT_NOT_READY`: no listener answered through a published port in time, or the process exited first (waitForPort)
  * - `ERR_SANDBOX_MISSING_PEER`: an integration's framework (an optional peer dependency) is not installed: the message names the npm install command
+ * - `ERR_SANDBOX_POLICY_REFUSED`: a cluster call asks for what the workers' policy forbids (refused, never clamped)
+ * - `ERR_SANDBOX_HOST_LOST`: the cluster worker running the call (or the session's worker) died or shut down, or Redis stayed unreachable
+ * - `ERR_SANDBOX_JOB_LOST`: the call's job vanished from Redis (a restart without persistence)
+ * - `ERR_SANDBOX_QUEUE_FULL`: the cluster's queue already holds maxQueued calls
+ * - `ERR_SANDBOX_QUEUE_TIMEOUT`: the call waited in the cluster's queue longer than its queueTimeoutS
  */
 export type SandboxErrorCode =
   | "ERR_SANDBOX_INVALID_OPTION"
@@ -293,7 +298,12 @@ export type SandboxErrorCode =
   | "ERR_SANDBOX_SNAPSHOT_REFUSED"
   | "ERR_SANDBOX_PORT_UNAVAILABLE"
   | "ERR_SANDBOX_PORT_NOT_READY"
-  | "ERR_SANDBOX_MISSING_PEER";
+  | "ERR_SANDBOX_MISSING_PEER"
+  | "ERR_SANDBOX_POLICY_REFUSED"
+  | "ERR_SANDBOX_HOST_LOST"
+  | "ERR_SANDBOX_JOB_LOST"
+  | "ERR_SANDBOX_QUEUE_FULL"
+  | "ERR_SANDBOX_QUEUE_TIMEOUT";
 
 /**
  * Thrown (a {@link SandboxError} subclass) when a requested bind mount or workspace is judged

@@ -1,0 +1,204 @@
+"use strict";
+
+// The cluster's figures (issue 35), each against a baseline of the same run:
+// - per-call overhead of the client over a local call on a prewarmed
+//   session, against a bare BullMQ round trip (a no-op job on the same Redis,
+//   a worker in another process, QueueEvents' waitUntilFinished);
+// - Redis commands per call (INFO's total_commands_processed);
+// - throughput of short one-shot calls with 1 and 2 workers;
+// - time from a worker's death to its one-shot call running elsewhere, with
+//   the default timings (heartbeat 2 s, lock 10 s, stalled check 5 s).
+// A private redis-server on a unix socket (test/lib/redis.js), worker
+// processes of `kern-sandbox worker`.
+const { spawn, execFileSync } = require("child_process");
+const h = require("../test/lib/harness");
+
+const BARE_WORKER = `
+const { Worker } = require("bullmq");
+const w = new Worker("bare", async () => null, { connection: { path: process.argv[1], maxRetriesPerRequest: null },
+  prefix: "bare" });
+w.waitUntilReady().then(() => console.log("ready"));
+`;
+
+function redisCommands(socket) {
+  const info = execFileSync("redis-cli", ["-s", socket, "info", "stats"], { encoding: "utf8" });
+  return Number(/total_commands_processed:(\d+)/.exec(info)[1]);
+}
+
+async function bareRoundTrips(redis, n, muted) {
+  const { bullmq } = require("../lib/cluster/peer").peers();
+  let out = "";
+  const child = await muted(async () => {
+    const c = spawn(process.execPath, ["-e", BARE_WORKER, redis.socket], { cwd: h.repo, stdio: ["ignore", "pipe", "inherit"] });
+    c.stdout.on("data", (d) => { out += d; });
+    await h.waitFor(() => out.includes("ready"), 15000);
+    return c;
+  });
+  const conn = { path: redis.socket, maxRetriesPerRequest: null };
+  const q = new bullmq.Queue("bare", { connection: conn, prefix: "bare" });
+  const events = new bullmq.QueueEvents("bare", { connection: conn, prefix: "bare" });
+  await events.waitUntilReady();
+  const lat = [];
+  try {
+    for (let i = 0; i < n; i++) {
+      const t0 = process.hrtime.bigint();
+      const job = await q.add("noop", { i }, { removeOnComplete: { count: 1000 } });
+      await job.waitUntilFinished(events, 10000);
+      lat.push(Number(process.hrtime.bigint() - t0) / 1e6);
+    }
+  } finally {
+    await events.close();
+    await q.close();
+    const gone = new Promise((r) => child.once("exit", r));
+    child.kill("SIGKILL"); // it holds nothing but its connections
+    await gone;
+  }
+  return lat;
+}
+
+/** wall - durationMs of n back-to-back run(["true"]) on an open session. */
+async function overheads(sbx, n) {
+  const out = [];
+  for (let i = 0; i < n; i++) {
+    const t0 = process.hrtime.bigint();
+    const r = await sbx.run(["true"]);
+    out.push(Number(process.hrtime.bigint() - t0) / 1e6 - r.durationMs);
+  }
+  return out;
+}
+
+async function throughput(cl, calls, parallel) {
+  const t0 = Date.now();
+  let next = 0;
+  await Promise.all(Array.from({ length: parallel }, async () => {
+    while (next++ < calls) await cl.run(["true"]);
+  }));
+  return calls / ((Date.now() - t0) / 1000);
+}
+
+async function clusterFigures({ row, median, pct, QUICK, loop }) {
+  // Starting a redis-server or a worker forks this process, and redis-cli
+  // runs synchronously: the bench's own work, left out of the loop figure
+  // (see loopMonitor in run.js). The calls measured run unmuted.
+  const muted = async (fn) => {
+    loop.mute();
+    try {
+      return await fn();
+    } finally {
+      loop.unmute();
+    }
+  };
+  const { redisServerPath, RedisServer } = require("../test/lib/redis");
+  let bullmqThere = true;
+  try {
+    require.resolve("bullmq");
+  } catch {
+    bullmqThere = false;
+  }
+  if (redisServerPath() === null || !bullmqThere) {
+    row("cluster figures", "-", `not measured: ${bullmqThere ? "no redis-server" : "bullmq is not installed"}`, "-", null);
+    return;
+  }
+  const { WorkerProc } = require("../test/lib/cluster");
+  const { connect } = require("../lib/cluster");
+  const kern = require("..");
+  // Loading bullmq and ioredis (once, synchronously) is the process's start-up, not a call's.
+  await muted(() => require("../lib/cluster/peer").peers());
+  const redis = await muted(() => new RedisServer().start());
+  const stateDir = h.tmpDir("bench-cl-");
+  const workers = [];
+  const n = QUICK ? 100 : 300;
+  try {
+    workers.push(await muted(() => new WorkerProc(redis, { stateDir, fast: false, args: ["--warm", "1"] }).start()));
+    const cl = await connect({ connection: redis.connection });
+    try {
+      // Per-call overhead: local and cluster sessions interleaved in rounds.
+      const local = new kern.Sandbox();
+      await local.open();
+      const there = new cl.Sandbox();
+      await there.open();
+      const mine = [];
+      const theirs = [];
+      const bare = [];
+      // Warm-up (JIT, the pools, ioredis), not counted.
+      await overheads(there, 100);
+      await overheads(local, 100);
+      for (let round = 0; round < 3; round++) {
+        mine.push(...await overheads(there, n / 3));
+        theirs.push(...await overheads(local, n / 3));
+        bare.push(...await bareRoundTrips(redis, n / 3, muted));
+      }
+      await local.close();
+      const commands = () => muted(() => redisCommands(redis.socket));
+      const c0 = await commands();
+      await overheads(there, 50);
+      const perSession = (await commands() - c0) / 50;
+      const c1 = await commands();
+      for (let i = 0; i < 50; i++) await cl.run(["true"]);
+      const perOneShot = (await commands() - c1) / 50;
+      const c2 = await commands();
+      await bareRoundTrips(redis, 50, muted);
+      const perBare = (await commands() - c2) / 50;
+      await there.close();
+      const client = median(mine) - median(theirs);
+      row("cluster: client overhead over a local prewarmed session call, p50 (wall - durationMs)",
+        `bare BullMQ no-op round trip: p50 ${median(bare).toFixed(2)} ms, p99 ${pct(bare, 99).toFixed(2)} ms`,
+        `p50 ${client.toFixed(2)} ms (cluster ${median(mine).toFixed(2)} ms - local ${median(theirs).toFixed(2)} ms)`,
+        "<= bare p50 + 1 ms", client <= median(bare) + 1);
+      row("cluster: session call overhead, p99 (wall - durationMs)", "-", `p99 ${pct(mine, 99).toFixed(2)} ms`,
+        "<= 10 ms", pct(mine, 99) <= 10);
+      row("cluster: Redis commands per call (commands inside BullMQ's Lua scripts count; heartbeats included)",
+        `bare BullMQ no-op: ${perBare.toFixed(1)} per call (its worker's start included)`,
+        `${perSession.toFixed(1)} per session call, ${perOneShot.toFixed(1)} per one-shot call`, "-", null);
+      // Throughput with 1 and 2 workers (this machine's cores are shared by both).
+      const one = await throughput(cl, n, 8);
+      workers.push(await muted(() => new WorkerProc(redis, { stateDir, fast: false, args: ["--warm", "1"] }).start()));
+      await h.waitFor(() => cl.workers().length === 2, 5000);
+      const two = await throughput(cl, n, 8);
+      row(`cluster: one-shot run(["true"]) throughput, 8 in flight (${require("os").cpus().length} cores shared by the workers and this client)`,
+        `1 worker: ${one.toFixed(0)} calls/s`, `2 workers: ${two.toFixed(0)} calls/s`, "-", null);
+      // A worker's death to its one-shot call running elsewhere (default
+      // timings): seen as its workload (a sleep of a duration of its own)
+      // under the other worker.
+      const TAG = "3.217";
+      const runnerOf = () => muted(() => {
+        const all = h.processes();
+        const parent = new Map(all.map((x) => [x.pid, x.ppid]));
+        for (const x of all.filter((q) => q.argv === `sleep\0${TAG}\0`)) {
+          for (let q = x.pid, i = 0; q > 1 && i < 32; q = parent.get(q), i++) {
+            const w = workers.find((y) => y.pid === q);
+            if (w) return w;
+          }
+        }
+        return null;
+      });
+      const p = cl.run(["sleep", TAG]);
+      let victim = null;
+      for (let i = 0; i < 200 && victim === null; i++) {
+        await h.sleep(50);
+        victim = await runnerOf();
+      }
+      const t0 = Date.now();
+      await muted(() => victim.kill());
+      let moved = null;
+      while (moved === null && Date.now() - t0 < 60000) {
+        await h.sleep(100);
+        const w = await runnerOf();
+        if (w !== null && w !== victim) moved = Date.now() - t0;
+      }
+      await p;
+      row("cluster: a worker's death to its one-shot call running elsewhere (default timings)", "-",
+        moved === null ? "not within 60 s" : `${(moved / 1000).toFixed(1)} s`, "<= 45 s", moved !== null && moved <= 45000);
+      workers.splice(workers.indexOf(victim), 1);
+    } finally {
+      await cl.close();
+    }
+  } finally {
+    await muted(async () => {
+      for (const w of workers) await w.stop();
+      await redis.dispose();
+    });
+  }
+}
+
+module.exports = { clusterFigures };
