@@ -177,7 +177,10 @@ describe("kern-sandbox/ai: the @ai-sdk/harness sandbox provider (issue 34)", fun
       assert.match(url, /^http:\/\/127\.0\.0\.1:\d+$/);
       let body = null;
       for (let i = 0; i < 100 && body === null; i++) {
-        body = await fetch(`${url}/index.html`).then((r) => r.text(), () => null);
+        // Each try bounded: a connection made while the server starts can
+        // hang in Node's fetch (curl sees it closed at once).
+        body = await fetch(`${url}/index.html`, { signal: AbortSignal.timeout(2000) })
+          .then((r) => r.text(), () => null);
         if (body === null) await h.sleep(100);
       }
       assert.strictEqual(body, "hello over http");

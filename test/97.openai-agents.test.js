@@ -258,7 +258,10 @@ describe("kern-sandbox/openai-agents (issue 34)", function () {
       const ep = await s.resolveExposedPort(8000);
       let body = null;
       for (let i = 0; i < 100 && body === null; i++) {
-        body = await fetch(`http://${ep.host}:${ep.port}/index.html`).then((r) => r.text(), () => null);
+        // Each try bounded: a connection made while the server starts can
+        // hang in Node's fetch (curl sees it closed at once).
+        body = await fetch(`http://${ep.host}:${ep.port}/index.html`, { signal: AbortSignal.timeout(2000) })
+          .then((r) => r.text(), () => null);
         if (body === null) await h.sleep(100);
       }
       assert.strictEqual(body, "served\n");
