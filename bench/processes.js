@@ -13,7 +13,7 @@ const fs = require("fs");
 const http = require("http");
 const os = require("os");
 const path = require("path");
-const net = require("net");
+const { pickPorts } = require("../lib/ports");
 
 // An HTTP/1.1 server (keep-alive), the same program in the box and on the
 // host: Python's http.server serving the current directory.
@@ -104,12 +104,10 @@ async function gets(url, n, agent) {
   return out;
 }
 
+/** A TCP port free on the host now. */
 async function freePort() {
-  const s = net.createServer().listen(0, "127.0.0.1");
-  await new Promise((r) => s.once("listening", r));
-  const { port } = s.address();
-  await new Promise((r) => s.close(r));
-  return port;
+  const [m] = await pickPorts([1], "127.0.0.1");
+  return m.host;
 }
 
 /** HTTP through a published port against the same server on the host. */

@@ -20,6 +20,7 @@ class KeepStream extends Readable {
   #queued = 0;
   #tail = []; // the last #keep bytes written, for the result
   #tailBytes = 0;
+  #tailText = null; // tail()'s text, until the next chunk
   #wanted = false; // the Readable asked for more (_read) and got nothing yet
   #ended = false;
   written = 0;
@@ -55,10 +56,11 @@ class KeepStream extends Readable {
     if (this.#wanted) this.#flush();
   }
 
-  /** The tail for the result: { text, truncated }. */
+  /** The tail for the result: { text, truncated }. Decoded once for as
+   * long as nothing is added (the result's fault and its fields read it). */
   tail() {
-    return { text: Buffer.concat(this.#tail, this.#tailBytes).toString("utf8"),
-      truncated: this.written > this.#tailBytes };
+    this.#tailText ??= Buffer.concat(this.#tail, this.#tailBytes).toString("utf8");
+    return { text: this.#tailText, truncated: this.written > this.#tailBytes };
   }
 
   _read() {
@@ -81,39 +83,37 @@ class KeepStream extends Readable {
     }
   }
 
-  /** Drops the oldest queued bytes past keepBytes (a chunk cut in two
-   * keeps its newer part). */
+  /** Drops the oldest queued bytes past keepBytes. */
   #evict() {
-    while (this.#queued > this.#keep) {
-      const over = this.#queued - this.#keep;
-      const first = this.#queue[0];
-      if (first.length <= over) {
-        this.#queue.shift();
-        this.#queued -= first.length;
-        this.dropped += first.length;
-      } else {
-        this.#queue[0] = first.subarray(over);
-        this.#queued -= over;
-        this.dropped += over;
-      }
-    }
+    const cut = trimFront(this.#queue, this.#queued, this.#keep);
+    this.#queued -= cut;
+    this.dropped += cut;
   }
 
   #keepTail(chunk) {
     this.#tail.push(chunk);
     this.#tailBytes += chunk.length;
-    while (this.#tailBytes > this.#keep) {
-      const over = this.#tailBytes - this.#keep;
-      const first = this.#tail[0];
-      if (first.length <= over) {
-        this.#tail.shift();
-        this.#tailBytes -= first.length;
-      } else {
-        this.#tail[0] = first.subarray(over);
-        this.#tailBytes -= over;
-      }
+    this.#tailBytes -= trimFront(this.#tail, this.#tailBytes, this.#keep);
+    this.#tailText = null;
+  }
+}
+
+/** Cuts the oldest bytes of chunks (holding total bytes) down to limit, a
+ * chunk cut in two keeping its newer part: the bytes cut. */
+function trimFront(chunks, total, limit) {
+  let cut = 0;
+  while (total - cut > limit) {
+    const over = total - cut - limit;
+    const first = chunks[0];
+    if (first.length <= over) {
+      chunks.shift();
+      cut += first.length;
+    } else {
+      chunks[0] = first.subarray(over);
+      cut += over;
     }
   }
+  return cut;
 }
 
 module.exports = { KeepStream };

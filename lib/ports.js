@@ -22,7 +22,7 @@ function portsOption(opts, where) {
     throw sandboxError("ERR_SANDBOX_INVALID_OPTION", `${where} options.ports must be an array of at most ${MAX_PORTS} ` +
       `distinct TCP port numbers (1-65535) in the box, got ${describe(opts.ports)}`);
   const host = opts.publishHost ?? "127.0.0.1";
-  if (typeof host !== "string" || net.isIPv4(host) === false)
+  if (typeof host !== "string" || !net.isIPv4(host))
     throw sandboxError("ERR_SANDBOX_INVALID_OPTION", `${where} options.publishHost must be an IPv4 address such as ` +
       `"127.0.0.1" (the default) or "0.0.0.0" (every interface: reachable from the network), got ${describe(host)}`);
   if (opts.publishHost !== undefined && ports.length === 0)

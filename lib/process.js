@@ -72,7 +72,8 @@ class BoxProcess extends EventEmitter {
     return { stdout: this.stdout.dropped, stderr: this.stderr.dropped };
   }
 
-  /** True once the workload has ended ('exit' was emitted). */
+  /** True once the workload has ended (wait() has settled; 'exit' follows
+   * on a later turn). */
   get exited() {
     return this.#exited;
   }
@@ -254,11 +255,10 @@ function spawnOptions(opts, where) {
   if (typeof stdin !== "boolean")
     throw sandboxError("ERR_SANDBOX_INVALID_OPTION", `${where} options.stdin must be a boolean (false: stdin at EOF), ` +
       `got ${describe(stdin)}`);
-  let cwd = "";
-  if (opts.cwd !== undefined && opts.cwd !== null)
-    cwd = checkRelPath(opts.cwd, { allowRoot: true, what: `${where} options.cwd` }) || "";
+  const cwd = opts.cwd === undefined || opts.cwd === null ? ""
+    : checkRelPath(opts.cwd, { allowRoot: true, what: `${where} options.cwd` });
   const { ports, host } = portsOption(opts, where);
-  return { call, keepBytes, stdin, cwd: cwd === "" ? "" : cwd, ports, publishHost: host };
+  return { call, keepBytes, stdin, cwd, ports, publishHost: host };
 }
 
 function signalNumber(signal) {

@@ -83,7 +83,7 @@ class ProcessStdin extends Writable {
     try {
       fs.closeSync(this.#fd);
     } catch {
-      // never ours to lose: it was open
+      // Linux closes the descriptor even when close(2) reports an error.
     }
     this.#fd = -1;
   }

@@ -11,23 +11,8 @@ const { once } = require("events");
 const { Readable } = require("stream");
 const { Sandbox, SandboxError } = require("..");
 const h = require("./lib/harness");
+const { until, httpGet } = require("./lib/procs");
 
-/** The first time text (all of it so far) satisfies pred. */
-function until(stream, pred, ms = 10000) {
-  let text = "";
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`timed out; got ${JSON.stringify(text)}`)), ms);
-    const onData = (d) => {
-      text += d;
-      if (pred(text)) {
-        clearTimeout(timer);
-        stream.off("data", onData);
-        resolve(text);
-      }
-    };
-    stream.on("data", onData);
-  });
-}
 
 describe("processes: spawn() (issue 33)", function () {
   this.timeout(60000);
@@ -360,7 +345,6 @@ describe("processes: a box that cannot start", function () {
 
 describe("processes: published ports (issue 33 item 4; SECURITY-CASES F4, double)", function () {
   this.timeout(60000);
-  const http = require("http");
   const net = require("net");
   const portsLib = require("../lib/ports");
   let sbx;
@@ -379,15 +363,6 @@ describe("processes: published ports (issue 33 item 4; SECURITY-CASES F4, double
     return m.host;
   }
 
-  function get(url) {
-    return new Promise((resolve, reject) => {
-      http.get(url, (res) => {
-        let body = "";
-        res.on("data", (d) => (body += d));
-        res.on("end", () => resolve({ status: res.statusCode, body }));
-      }).on("error", reject);
-    });
-  }
 
   it("a service answers a host HTTP GET through proc.ports; kern's line is not in its stderr", async function () {
     const P = await freePort();
@@ -399,7 +374,7 @@ describe("processes: published ports (issue 33 item 4; SECURITY-CASES F4, double
     assert.notStrictEqual(pub.port, P, "a host port of the package's choosing");
     assert.strictEqual(pub.url, `http://127.0.0.1:${pub.port}`);
     await p.waitForPort(P, { timeoutS: 20 });
-    const res = await get(`${pub.url}/index.html`);
+    const res = await httpGet(`${pub.url}/index.html`);
     assert.strictEqual(res.status, 200);
     assert.strictEqual(res.body, "hello from the box\n");
     p.kill();
@@ -473,7 +448,7 @@ describe("processes: published ports (issue 33 item 4; SECURITY-CASES F4, double
     }
     for (const [p, P] of procs) {
       await p.waitForPort(P, { timeoutS: 20 });
-      assert.strictEqual((await get(p.ports[P].url)).status, 200);
+      assert.strictEqual((await httpGet(p.ports[P].url)).status, 200);
     }
     const hostPorts = procs.map(([p, P]) => p.ports[P].port);
     await s.close();

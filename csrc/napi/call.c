@@ -93,46 +93,40 @@ static void ks__on_output(void *ctx, struct ks_box *box, enum ks_stream s, const
   ks_napi_queue_chunk(ks_box_user(box), s, data, len);
 }
 
-/* The feed's slot is free (or the feed gone): onStdin(gone) on the JS
- * thread. Queued before the box's end, so it reaches the call before its
- * settlement (the TSFN keeps order). One message per chunk taken, so at most
- * one or two are ever queued for a call; without memory for one the caller
- * waits for the call's end instead. */
-static void ks__on_stdin(void *ctx, struct ks_box *box, bool gone) {
+/* A bodiless event for the call's callback on the JS thread (kind, and len
+ * as its one argument's bit), queued behind what the TSFN already holds,
+ * so before the box's end. Without memory for it the event is lost: the
+ * call's end is its caller's fallback (see each hook). */
+static void ks__queue_event(struct ks_box *box, enum ks_napi_msg_kind kind, size_t len) {
   struct ks_napi_call *run = ks_box_user(box);
   struct ks_napi_msg *msg = malloc(sizeof *msg);
 
-  (void) ctx;
   if (msg == NULL)
     return;
-  msg->kind = KS_NAPI_MSG_STDIN;
+  msg->kind = kind;
   msg->run = run;
   msg->box = NULL;
   msg->cell = NULL;
   msg->stream = KS_STDOUT;
-  msg->len = gone ? 1 : 0;
+  msg->len = len;
   if (napi_call_threadsafe_function(run->addon->tsfn, msg, napi_tsfn_nonblocking) != napi_ok)
     free(msg);
 }
 
-/* The process's workload started: onStarted() on the JS thread, queued
- * before the box's end (the TSFN keeps order). Without memory for the
- * message the process is taken as started at its end. */
-static void ks__on_started(void *ctx, struct ks_box *box) {
-  struct ks_napi_call *run = ks_box_user(box);
-  struct ks_napi_msg *msg = malloc(sizeof *msg);
-
+/* The feed's slot is free (or the feed gone): onStdin(gone) on the JS
+ * thread. One message per chunk taken, so at most one or two are ever
+ * queued for a call; without memory for one the caller waits for the
+ * call's end instead. */
+static void ks__on_stdin(void *ctx, struct ks_box *box, bool gone) {
   (void) ctx;
-  if (msg == NULL)
-    return;
-  msg->kind = KS_NAPI_MSG_STARTED;
-  msg->run = run;
-  msg->box = NULL;
-  msg->cell = NULL;
-  msg->stream = KS_STDOUT;
-  msg->len = 0;
-  if (napi_call_threadsafe_function(run->addon->tsfn, msg, napi_tsfn_nonblocking) != napi_ok)
-    free(msg);
+  ks__queue_event(box, KS_NAPI_MSG_STDIN, gone ? 1 : 0);
+}
+
+/* The process's workload started: onStarted() on the JS thread. Without
+ * memory for the message the process is taken as started at its end. */
+static void ks__on_started(void *ctx, struct ks_box *box) {
+  (void) ctx;
+  ks__queue_event(box, KS_NAPI_MSG_STARTED, 0);
 }
 
 /* One of the call's event callbacks (onStdin(gone), onStarted()). */

@@ -10,21 +10,8 @@ const assert = require("assert");
 const binding = require("../../lib/binding");
 const h = require("../lib/harness");
 const { useRealKern } = require("../lib/realkern");
+const { until, httpGet } = require("../lib/procs");
 
-function until(stream, pred, ms = 20000) {
-  let text = "";
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`timed out; got ${JSON.stringify(text)}`)), ms);
-    const onData = (d) => {
-      text += d;
-      if (!pred(text)) return;
-      clearTimeout(timer);
-      stream.off("data", onData);
-      resolve(text);
-    };
-    stream.on("data", onData);
-  });
-}
 
 describe("integration: processes with a real kern (issue 33)", function () {
   this.timeout(180000);
@@ -64,7 +51,7 @@ describe("integration: processes with a real kern (issue 33)", function () {
       const p = await s.spawn(["sh", "-c",
         "sh -c 'trap \"echo child-term; exit 0\" TERM; while :; do sleep 0.05; done' & " +
         "trap 'wait; echo got-term; exit 7' TERM; echo ready; while :; do sleep 0.05; done"], { timeoutS: 30 });
-      await until(p.stdout, (t) => t.includes("ready"));
+      await until(p.stdout, (t) => t.includes("ready"), 20000);
       await h.sleep(200);
       const t0 = Date.now();
       p.kill("SIGTERM", { graceS: 10 });
@@ -80,7 +67,7 @@ describe("integration: processes with a real kern (issue 33)", function () {
     await kern.withSandbox({ prewarm: 1 }, async (s) => {
       const cat = await s.spawn(["cat"]);
       for (const line of ["alpha\n", "beta\n", "gamma\n"]) {
-        const seen = until(cat.stdout, (t) => t.endsWith(line));
+        const seen = until(cat.stdout, (t) => t.endsWith(line), 20000);
         cat.stdin.write(line);
         await seen;
       }
@@ -88,7 +75,7 @@ describe("integration: processes with a real kern (issue 33)", function () {
       assert.strictEqual((await cat.wait()).stdout, "alpha\nbeta\ngamma\n");
       const py = await s.spawnCode("import sys\nfor l in sys.stdin:\n    print(int(l) * 2, flush=True)\n");
       for (const n of [1, 21, 50]) {
-        const seen = until(py.stdout, (t) => t.endsWith(`${n * 2}\n`));
+        const seen = until(py.stdout, (t) => t.endsWith(`${n * 2}\n`), 20000);
         py.stdin.write(`${n}\n`);
         await seen;
       }
@@ -135,7 +122,6 @@ describe("integration: processes with a real kern (issue 33)", function () {
 
 describe("integration: published ports with a real kern (issue 33 item 4, F4)", function () {
   this.timeout(300000);
-  const http = require("http");
   const net = require("net");
   const pkg = useRealKern();
   let kern;
@@ -143,17 +129,6 @@ describe("integration: published ports with a real kern (issue 33 item 4, F4)", 
     kern = pkg();
   });
 
-  function get(url) {
-    return new Promise((resolve, reject) => {
-      const req = http.get(url, (res) => {
-        let body = "";
-        res.on("data", (d) => (body += d));
-        res.on("end", () => resolve({ status: res.statusCode, body }));
-      });
-      req.on("error", reject);
-      req.setTimeout(10000, () => req.destroy(new Error("timeout")));
-    });
-  }
 
   function refused(port, host = "127.0.0.1") {
     return new Promise((resolve) => {
@@ -172,7 +147,7 @@ describe("integration: published ports with a real kern (issue 33 item 4, F4)", 
       const p = await s.spawn(["sh", "-c", "python3 -m http.server 8001 --bind 127.0.0.1 >/dev/null 2>&1 & " +
         "exec python3 -m http.server 8000 --bind 127.0.0.1"], { ports: [8000], timeoutS: null, stdin: false });
       await p.waitForPort(8000, { timeoutS: 30 });
-      const res = await get(`${p.ports[8000].url}/index.html`);
+      const res = await httpGet(`${p.ports[8000].url}/index.html`);
       assert.strictEqual(res.status, 200);
       assert.strictEqual(res.body, "from the box\n");
       // The box's 8001 listens too, but only 8000 is published.
@@ -200,7 +175,7 @@ describe("integration: published ports with a real kern (issue 33 item 4, F4)", 
           { ports: [8000], timeoutS: null, stdin: false });
       }));
       await Promise.all(procs.map((p) => p.waitForPort(8000, { timeoutS: 120 })));
-      const bodies = await Promise.all(procs.map((p) => get(`${p.ports[8000].url}/index.html`)));
+      const bodies = await Promise.all(procs.map((p) => httpGet(`${p.ports[8000].url}/index.html`)));
       bodies.forEach((b, i) => assert.strictEqual(b.body, `service ${i}\n`));
       const hostPorts = procs.map((p) => p.ports[8000].port);
       await s.close();
