@@ -52,6 +52,7 @@
         "csrc/napi/run.c",
         "csrc/napi/feed.c",
         "csrc/napi/testing.c",
+        "csrc/napi/tty.c",
         "csrc/napi/util.c",
         "csrc/napi/watch.c"
       ],

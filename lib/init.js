@@ -160,9 +160,12 @@ function removeStaleDirs(tmpdir) {
 
 /** The box command that runs `command` under the init, started now; with
  * stdin, its stdin pipe comes first on the channel (a STDIN frame); with
- * started, a process's: the init says STARTED and takes SIGNAL frames. */
-function coldCommand(command, apparmor, stdin = false, started = false) {
-  return [BOX_PATH, ...apparmorArgs(apparmor), "--exec", ...(stdin ? ["--stdin"] : []),
+ * started, a process's: the init says STARTED and takes SIGNAL frames;
+ * with tty ({ keepTerm }, and stdin), what the STDIN frame brings is the
+ * workload's terminal (TERM=xterm-256color unless keepTerm). */
+function coldCommand(command, apparmor, stdin = false, started = false, tty = null) {
+  const ttyArgs = tty === null ? [] : tty.keepTerm ? ["--tty", "--keep-term"] : ["--tty"];
+  return [BOX_PATH, ...apparmorArgs(apparmor), "--exec", ...(stdin ? ["--stdin", ...ttyArgs] : []),
     ...(started ? ["--started"] : []), "--", ...command];
 }
 

@@ -8,10 +8,12 @@
 // workload through the init (binding.signalCall), and its output is
 // streamed to two KeepStreams that never hold the box back.
 const { EventEmitter } = require("events");
+const fs = require("fs");
 const os = require("os");
 const binding = require("./binding");
 const { KeepStream } = require("./keepstream");
 const { ProcessStdin } = require("./procstdin");
+const { TtyStdin } = require("./ttystdin");
 const ports = require("./ports"); // by module: a test stands in for pickPorts
 const { portsOption, publishArgs, portTaken, PublishFilter, probe } = ports;
 const { normalizeCallOptions, describe } = require("./options");
@@ -34,7 +36,10 @@ const CODE_RUNNERS = {
   node: (code) => ["node", "-e", code],
 };
 const SPAWN_KEYS = new Set(["stdin", "timeoutS", "signal", "cwd", "env", "keepBytes", "ports",
-  "publishHost"]);
+  "publishHost", "pty"]);
+// A terminal's size when `pty: true` gives none, and the largest of each.
+const PTY_DEFAULT = { cols: 80, rows: 24 };
+const PTY_DIM_MAX = 65535;
 // Tries at a set of free host ports: kern fails closed when one was taken
 // between our choice and its bind.
 const PUBLISH_ATTEMPTS = 3;
@@ -49,8 +54,10 @@ class BoxProcess extends EventEmitter {
   #started; // resolves spawn()
   #onStart = null;
   #flush = null; // what a stream filter still holds, out before the streams end
+  #tty; // { cols, rows, keepTerm } for a terminal, or null
+  #ttyControl = -1; // this attempt's descriptor of its pty's master (resize)
 
-  constructor(keepBytes, withStdin, maps = []) {
+  constructor(keepBytes, withStdin, maps = [], tty = null) {
     super();
     /** Each published box port: { host, port, url } on the host. */
     this.ports = {};
@@ -60,10 +67,14 @@ class BoxProcess extends EventEmitter {
     }
     /** A name for this process, unique in this Node process. */
     this.id = `p${nextId++}`;
+    this.#tty = tty;
+    /** With a terminal (`pty`): its output, stderr included, as a terminal shows it. */
     this.stdout = new KeepStream(keepBytes);
+    /** With a terminal: kern's own lines only (the workload's stderr is the terminal). */
     this.stderr = new KeepStream(keepBytes);
-    /** A Writable to the workload's stdin, or null (`stdin: false`). */
-    this.stdin = withStdin ? new ProcessStdin() : null;
+    /** A Writable to the workload's stdin (with a terminal: its keyboard), or null
+     * (`stdin: false`). */
+    this.stdin = !withStdin ? null : tty !== null ? new TtyStdin() : new ProcessStdin();
     this.#started = new Promise((resolve) => (this.#onStart = resolve));
   }
 
@@ -99,6 +110,18 @@ class BoxProcess extends EventEmitter {
   }
 
   /**
+   * A terminal's new size (`pty`): its foreground process group gets
+   * SIGWINCH. Does nothing once the process has exited.
+   */
+  resize(cols, rows) {
+    if (this.#tty === null)
+      throw sandboxError("ERR_SANDBOX_INVALID_ARG", "resize() is for a process spawned with a terminal (pty: true)");
+    const size = ptySize({ cols, rows }, "resize()");
+    if (this.#exited || this.#ttyControl < 0) return;
+    binding.ttyResize(this.#ttyControl, size.cols, size.rows);
+  }
+
+  /**
    * Resolves once a listener in the box answers through the published
    * port (a connection kern's forwarder keeps open: with no listener it
    * closes it at once). Rejects (ERR_SANDBOX_PORT_NOT_READY) after
@@ -128,13 +151,23 @@ class BoxProcess extends EventEmitter {
 
   /** The call's control: what #spawn reads from call.proc. */
   control() {
+    const tty = this.#tty;
     return {
       headBytes: HEAD_BYTES,
-      stdin: this.stdin !== null,
-      /** A new attempt (a box) under key: its stdin pipe's read end, or null. */
+      // A terminal's slave goes to the box as a stdin pipe would.
+      stdin: this.stdin !== null || tty !== null,
+      tty: tty === null ? null : { keepTerm: tty.keepTerm },
+      // A terminal's input goes through the engine (lib/ttystdin.js).
+      feed: tty !== null && this.stdin !== null ? this.stdin.feed : null,
+      /** A new attempt (a box) under key: { stdinFd, ttyFd }, its stdin
+       * pipe's read end or its terminal (slave and master), or nulls. */
       attach: (key) => {
         this.#key = key;
-        return this.stdin === null ? null : this.stdin.pipe();
+        if (tty === null) return { stdinFd: this.stdin === null ? null : this.stdin.pipe(), ttyFd: null };
+        this.#closeTty();
+        const [slave, master, control] = binding.ptyPair(tty.cols, tty.rows);
+        this.#ttyControl = control;
+        return { stdinFd: slave, ttyFd: master };
       },
       tails: () => ({ stdout: this.stdout.tail().text, stderr: this.stderr.tail().text }),
       onStarted: () => {
@@ -168,6 +201,7 @@ class BoxProcess extends EventEmitter {
     this.stdout.end();
     this.stderr.end();
     if (this.stdin !== null) this.stdin.exited();
+    this.#closeTty();
     let shaped = null;
     if (result !== null) {
       const out = this.stdout.tail();
@@ -181,6 +215,16 @@ class BoxProcess extends EventEmitter {
     if (error !== null) throw error;
     return shaped;
   }
+
+  #closeTty() {
+    if (this.#ttyControl < 0) return;
+    try {
+      fs.closeSync(this.#ttyControl);
+    } catch {
+      // Linux closes the descriptor even when close(2) reports an error.
+    }
+    this.#ttyControl = -1;
+  }
 }
 
 /**
@@ -193,11 +237,13 @@ async function spawnProcess(live, command, opts, run) {
   const argv = o.cwd === "" ? command : ["env", "-C", o.cwd, "--", ...command];
   for (let attempt = 1; ; attempt++) {
     const maps = o.ports.length > 0 ? await ports.pickPorts(o.ports, o.publishHost) : [];
-    const proc = new BoxProcess(o.keepBytes, o.stdin, maps);
+    const proc = new BoxProcess(o.keepBytes, o.stdin, maps, o.tty);
     const filter = new PublishFilter(maps);
     const toStderr = (b) => proc.stderr.add(b);
-    const call = { ...o.call, proc: proc.control(), onStdout: (c) => proc.stdout.add(c),
+    const control = proc.control();
+    const call = { ...o.call, proc: control, onStdout: (c) => proc.stdout.add(c),
       onStderr: (c) => filter.push(c, toStderr) };
+    if (control.feed !== null) call.feed = control.feed;
     if (maps.length > 0) call.publish = publishArgs(maps);
     live.add(proc);
     const started = proc.start(() => run(argv, call), () => filter.end(toStderr));
@@ -258,7 +304,28 @@ function spawnOptions(opts, where) {
   const cwd = opts.cwd === undefined || opts.cwd === null ? ""
     : checkRelPath(opts.cwd, { allowRoot: true, what: `${where} options.cwd` });
   const { ports, host } = portsOption(opts, where);
-  return { call, keepBytes, stdin, cwd, ports, publishHost: host };
+  let tty = null;
+  if (opts.pty !== undefined && opts.pty !== null && opts.pty !== false) {
+    tty = ptySize(opts.pty === true ? PTY_DEFAULT : opts.pty, `${where} options.pty`);
+    tty.keepTerm = opts.env !== undefined && opts.env !== null && Object.prototype.hasOwnProperty.call(opts.env, "TERM");
+  }
+  return { call, keepBytes, stdin, cwd, ports, publishHost: host, tty };
+}
+
+/** A terminal's size: { cols, rows } (each 1-65535; one left out keeps the
+ * default's). */
+function ptySize(v, where) {
+  if (typeof v !== "object" || v === null || Array.isArray(v))
+    throw sandboxError("ERR_SANDBOX_INVALID_OPTION", `${where} must be true or { cols, rows }, got ${describe(v)}`);
+  const size = {};
+  for (const k of ["cols", "rows"]) {
+    const n = v[k] ?? PTY_DEFAULT[k];
+    if (!Number.isInteger(n) || n < 1 || n > PTY_DIM_MAX)
+      throw sandboxError("ERR_SANDBOX_INVALID_OPTION", `${where} ${k} must be an integer from 1 to ${PTY_DIM_MAX}, ` +
+        `got ${describe(n)}`);
+    size[k] = n;
+  }
+  return size;
 }
 
 function signalNumber(signal) {

@@ -97,4 +97,4 @@ function epipe() {
   return err;
 }
 
-module.exports = { ProcessStdin };
+module.exports = { ProcessStdin, epipe };

@@ -440,6 +440,9 @@ class Sandbox {
     if (signal !== null && signal.aborted) throw abortError(signal);
     const out = await st.withRoot(async () => {
       const withInit = st.initDir !== null;
+      if (proc !== null && proc.tty !== null && !withInit)
+        throw sandboxError("ERR_SANDBOX_NOT_SUPPORTED", "a terminal (pty) needs the in-box init (ks-init), " +
+          "which this install has not: reinstall kern-sandbox so that its build makes it");
       // A Python call's code for the interpreter (RUN), whichever box runs it.
       const run = withInit && code !== null && kind === "python"
         ? { code: Buffer.from(code, "utf8"), results: o.results } : null;
@@ -467,7 +470,10 @@ class Sandbox {
         // A Python call with stdin runs cold: a prewarmed interpreter's
         // stdin is /dev/null already, and its code comes on RUN, which
         // carries no descriptor (docs/plan-processes.md, section 2).
-        ready = kind === null || isSetup || cold || (feed !== null && kind === "python") ? null
+        // A terminal's box is cold: its stdout is the pty (the engine's
+        // ttyFd), where a parked box's is kern's pipe.
+        ready = kind === null || isSetup || cold || (feed !== null && kind === "python") ||
+          (proc !== null && proc.tty !== null) ? null
           : st.pool.take(kind, poolKey, timeoutS === null ? Infinity : (Math.ceil(timeoutS) + 5) * 1000);
         if (ready !== null) {
           claim = { claimOnly: false, spec: null, begun: null };
@@ -498,14 +504,16 @@ class Sandbox {
           : viaInterp ? init.interpCommand(o.apparmor,
             bootcache.bootBin(st.initDir, this.#kern, o, (go) => (compileBoot = go), runPackageBox),
             feed !== null)
-            : init.coldCommand(command, o.apparmor, feed !== null || proc?.stdin === true, proc !== null);
+            : init.coldCommand(command, o.apparmor, feed !== null || proc?.stdin === true, proc !== null,
+              proc?.tty ?? null);
         argv = [this.#kern, "box", name, ...flags, ...coldCommand];
         stopArgv = [this.#kern, "stop", name];
       }
       // An abort kills this box alone, through the engine's timeout path; a
       // process's kill() signals it by the same key.
       const cancelKey = signal !== null || proc !== null ? newCancelKey() : 0;
-      const stdinFd = proc?.attach(cancelKey) ?? null; // a process's stdin pipe, this attempt's
+      // A process's stdin pipe or terminal, this attempt's.
+      const { stdinFd, ttyFd } = proc?.attach(cancelKey) ?? NO_PROC_FDS;
       let cancelled = false;
       const dispose = onAbort(signal, () => {
         cancelled = true;
@@ -520,7 +528,7 @@ class Sandbox {
           maxOutputBytes: o.maxOutputBytes, onStdout: o.onStdout, onStderr: o.onStderr,
           watch: st.watch, cancelKey, init: initTerms, stdin: feed?.handle ?? null,
           onStdin: feed?.onStdin ?? null, onStarted: withInit ? proc?.onStarted ?? null : null,
-          flow: proc !== null, stdinFd };
+          flow: proc !== null, stdinFd, ttyFd };
         const settled = ready !== null ? claimBox(st, ready.parked, spec, claim) : startBox(st, spec);
         feed?.start();
         raw = await settled;
@@ -805,6 +813,7 @@ class Sandbox {
 }
 
 const NOTHING = Object.freeze([]);
+const NO_PROC_FDS = Object.freeze({ stdinFd: null, ttyFd: null });
 
 
 /** A public field's value as it is now: arrays and plain objects copied

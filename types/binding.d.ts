@@ -123,6 +123,11 @@ export interface BoxOptions {
    * the engine owns from the call on (it closes it whatever happens); the workload gets it on
    * fd 0 as it would a feed's pipe (a cold argv runs `ks-init --stdin`). */
   stdinFd?: number;
+  /** startBox only, with stdinFd: a process's terminal. stdinFd is the slave of ptyPair() and
+   * this its master, both the engine's from the call on: the workload gets the slave as its
+   * controlling terminal on fds 0-2 (a cold argv runs `ks-init --stdin --tty`), the box's
+   * stdout is what the master reads, and the stdin feed (if any) writes the master. */
+  ttyFd?: number;
 }
 
 /** parkBox's options. */
@@ -286,6 +291,13 @@ export function claimSend(parked: ParkedBox, argv: string[]): number;
 export function specFrame(argv: string[], process?: boolean): Buffer;
 /** A pipe for a process's stdin: [readFd, writeFd], both close-on-exec. */
 export function pipePair(): [number, number];
+/** A pty for a process's terminal, of size cols x rows: [slaveFd, masterFd, controlFd], all
+ * close-on-exec, the masters nonblocking. slaveFd and masterFd go to its box
+ * (BoxOptions.stdinFd and ttyFd); controlFd (the master again) stays with the caller for
+ * ttyResize() and is closed by it. */
+export function ptyPair(cols: number, rows: number): [number, number, number];
+/** Sets the size of the terminal whose master is fd (its foreground group gets SIGWINCH). */
+export function ttyResize(fd: number, cols: number, rows: number): void;
 /** Begins a call's change tracking on this thread, for a claim whose argv
  * the caller sends itself: null when the tracker has events still to read
  * (the engine then begins it, and sends the argv after). claimBox() takes

@@ -1,6 +1,6 @@
 /* ks-init: the box's first process, between kern and the workload.
  *
- *   ks-init [--apparmor NAME] --exec [--started] -- CMD...
+ *   ks-init [--apparmor NAME] --exec [--stdin [--tty [--keep-term]]] [--started] -- CMD...
  *                                                 start CMD now (a cold box)
  *   ks-init [--apparmor NAME] --wait              fork the workload now; it
  *                                                 execs the argv of the host's
@@ -15,6 +15,11 @@
  * the channel, with the read end of the call's stdin pipe: the workload
  * gets it on fd 0. Without it, and for a waiting box's spec without one,
  * the workload's fd 0 is /dev/null (EOF at once).
+ *
+ * With --tty (--exec --stdin), what the STDIN frame brought is a terminal
+ * (the slave of a pty the host made, whose master it keeps): the workload
+ * leads a session whose controlling terminal it is, on fds 0, 1 and 2, with
+ * TERM=xterm-256color unless --keep-term (the caller set TERM itself).
  *
  * For a process's box (--exec --started, or a waiting box whose SPEC asks
  * with KS_INIT_SAY_STARTED) it says STARTED on the channel once the
@@ -47,6 +52,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -67,6 +73,10 @@
 #define KS_INIT_SETUP_FAILED 125
 
 static volatile pid_t workload_pid = -1;
+
+/* --tty and --keep-term (see the top). */
+static bool tty_mode = false;
+static bool keep_term = false;
 
 /* In the workload's process until its exec: the write end of the started
  * pipe (close-on-exec). Every way out of that process other than a
@@ -150,6 +160,44 @@ static void exec_failed(const char *cmd, int errnum, const char *apparmor) {
  * namespace ends everything at the end. Outside one (the test double) it
  * stays in kern's process group, which the host kills at a deadline, and
  * dies with the init. */
+/* TERM=xterm-256color in the environment the workload's exec gets, in the
+ * place of the one kern set (or added). */
+static void put_term(void) {
+  static char term[] = "TERM=xterm-256color";
+  size_t n = 0;
+  char **env;
+
+  for (char **e = environ; e != NULL && *e != NULL; e++, n++) {
+    if (memcmp(*e, "TERM=", 5) == 0) {
+      *e = term;
+      return;
+    }
+  }
+  env = malloc((n + 2) * sizeof *env);
+  if (env == NULL)
+    fail_start(KS_INIT_SETUP_FAILED);
+  if (n > 0)
+    memcpy(env, environ, n * sizeof *env);
+  env[n] = term;
+  env[n + 1] = NULL;
+  environ = env;
+}
+
+/* --tty, in the workload's process: the terminal fd becomes the controlling
+ * terminal of a session the workload leads (as PID 1's child it has one
+ * already; outside a PID namespace it makes one, and its PDEATHSIG still
+ * ties it to the init), and its stdin, stdout and stderr. */
+static void take_terminal(int fd, bool pid1) {
+  if ((!pid1 && setsid() < 0) || ioctl(fd, TIOCSCTTY, 0L) < 0)
+    fail_start(KS_INIT_SETUP_FAILED);
+  for (int i = 0; i < 3; i++) {
+    if (dup2(fd, i) < 0)
+      fail_start(KS_INIT_SETUP_FAILED);
+  }
+  if (!keep_term)
+    put_term();
+}
+
 static void prepare_workload(int code_fd, int stdin_fd, pid_t parent, bool pid1) {
   for (size_t i = 0; i < NCHANGED; i++)
     (void) sigaction(changed_signals[i], &inherited[i], NULL);
@@ -164,8 +212,11 @@ static void prepare_workload(int code_fd, int stdin_fd, pid_t parent, bool pid1)
   if (code_fd == KS_INIT_CODE_FD ? fcntl(code_fd, F_SETFD, 0) < 0
       : code_fd >= 0 && dup2(code_fd, KS_INIT_CODE_FD) < 0)
     fail_start(KS_INIT_SETUP_FAILED);
-  /* The stdin pipe (>= 10, close-on-exec) replaces /dev/null. */
-  if (stdin_fd >= 0 && dup2(stdin_fd, 0) < 0)
+  /* The stdin pipe (>= 10, close-on-exec) replaces /dev/null, or the
+   * terminal all three. */
+  if (stdin_fd >= 0 && tty_mode)
+    take_terminal(stdin_fd, pid1);
+  else if (stdin_fd >= 0 && dup2(stdin_fd, 0) < 0)
     fail_start(KS_INIT_SETUP_FAILED);
 }
 
@@ -424,7 +475,8 @@ static int wait_workload(int ch, pid_t pid, bool listen, bool pid1) {
 }
 
 static void usage(void) {
-  dprintf(2, "ks-init: usage: ks-init [--apparmor NAME] (--exec [--stdin] [--started] -- CMD... | --wait | "
+  dprintf(2, "ks-init: usage: ks-init [--apparmor NAME] (--exec [--stdin [--tty [--keep-term]]] "
+             "[--started] -- CMD... | --wait | "
              "--interp [--stdin] -- CMD...)\n");
   _exit(KS_INIT_SETUP_FAILED);
 }
@@ -559,6 +611,10 @@ int main(int argc, char **argv) {
       want_stdin = true;
     else if (strcmp(argv[i], "--started") == 0)
       say_started = true;
+    else if (strcmp(argv[i], "--tty") == 0)
+      tty_mode = true;
+    else if (strcmp(argv[i], "--keep-term") == 0)
+      keep_term = true;
     else if (strcmp(argv[i], "--") == 0 && i + 1 < argc) {
       cmd = argv + i + 1;
       break;
@@ -566,7 +622,8 @@ int main(int argc, char **argv) {
       usage();
   }
   if (exec_now + wait_spec + interp != 1 || (wait_spec == (cmd != NULL)) ||
-      (want_stdin && wait_spec) || (say_started && !exec_now))
+      (want_stdin && wait_spec) || (say_started && !exec_now) ||
+      (tty_mode && !(exec_now && want_stdin)) || (keep_term && !tty_mode))
     usage();
 
   /* The channel leaves fd 0 before anything else can inherit it. */

@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -149,6 +150,15 @@ int fcntl(int fd, int cmd, ...) {
   arg = va_arg(ap, long);
   va_end(ap);
   return (int) SC(SYS_fcntl, fd, cmd, arg, 0, 0, 0);
+}
+
+int ioctl(int fd, unsigned long req, ...) {
+  long a[1];
+  va_list ap;
+  va_start(ap, req);
+  ks_longs(ap, a, 1);
+  va_end(ap);
+  return (int) SC(SYS_ioctl, fd, req, a[0], 0, 0, 0);
 }
 
 int dup2(int from, int to) {

@@ -74,6 +74,9 @@ bool ks_napi_init_run(napi_env env, napi_value exports);
 /* Registers a call's stdin natives (stdinOpen, stdinWrite, stdinEnd; feed.c). */
 bool ks_napi_init_feed(napi_env env, napi_value exports);
 
+/* Registers a process's terminal natives (ptyPair, ttyResize; tty.c). */
+bool ks_napi_init_tty(napi_env env, napi_value exports);
+
 /* Registers the workspace file operations (wsOpen, wsWriteFile...) on exports. */
 bool ks_napi_init_fs(napi_env env, napi_value exports);
 /* The wsCloseLater closes started and not yet done, in the whole process. */

@@ -160,7 +160,7 @@ static napi_value ks__init(napi_env env, napi_value exports) {
     }
   }
   if (!ks_napi_init_run(env, exports) || !ks_napi_init_cell(env, exports) ||
-      !ks_napi_init_feed(env, exports)) {
+      !ks_napi_init_feed(env, exports) || !ks_napi_init_tty(env, exports)) {
     ks_napi_throw_last(env);
     return NULL;
   }

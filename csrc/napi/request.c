@@ -147,6 +147,27 @@ static bool ks__get_stdin_fd(const struct ks_opts *o, struct ks_box_request *req
   return true;
 }
 
+/* opts.ttyFd: a process's terminal, the master of a pty (ptyPair) whose
+ * slave is opts.stdinFd, owned from here on as stdinFd is; startBox's only
+ * (a terminal's box is cold). */
+static bool ks__get_tty_fd(const struct ks_opts *o, enum ks_napi_box_mode mode,
+                           struct ks_box_request *req) {
+  double fd = -1;
+
+  if (!ks_opt_number(o, "ttyFd", false, 0, INT_MAX, &fd))
+    return false;
+  if (fd < 0)
+    return true;
+  req->tty_fd = (int) fd;
+  req->has_tty = true;
+  if (mode != KS_NAPI_START || !req->has_stdin_rd) {
+    ks_opts_type_error(o, "ttyFd", mode != KS_NAPI_START ? "is startBox's only"
+                                                         : "needs opts.stdinFd (the pty's slave)");
+    return false;
+  }
+  return true;
+}
+
 /* opts.init.run: the RUN an --interp box gets once it is taken: { code:
  * Buffer, results: boolean }. */
 static bool ks__get_run(const struct ks_opts *init, struct ks_box_request *req) {
@@ -268,6 +289,7 @@ bool ks_napi_box_request(napi_env env, struct ks_addon *addon, enum ks_napi_box_
   streams[2] = NULL;
   streams[3] = NULL;
   if (!ks_opts_begin(env, opts, fn, "opts", &o) || !ks__get_stdin_fd(&o, req) ||
+      !ks__get_tty_fd(&o, mode, req) ||
       !ks__get_common(&o, addon, req, streams) ||
       !ks__get_init(&o, mode != KS_NAPI_START, req))
     return false;

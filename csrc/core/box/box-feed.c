@@ -32,6 +32,13 @@ int ks__feed_pipe(struct ks_box *box, struct ks_err *err) {
   if (box->req.has_stdin_rd) { /* a process's: its caller writes the pipe */
     box->feed_rd = box->req.stdin_rd;
     box->req.has_stdin_rd = false;
+    /* A terminal's input: the feed writes its master (nonblocking, as the
+     * caller opened it). */
+    if (box->req.has_tty && box->req.feed != NULL) {
+      box->feed_fd = fcntl(box->req.tty_fd, F_DUPFD_CLOEXEC, 3);
+      if (box->feed_fd < 0)
+        return ks_err_set(err, errno, "fcntl", NULL);
+    }
     return 0;
   }
   if (box->req.feed == NULL)
@@ -80,9 +87,10 @@ int ks__feed_attach(struct ks_sup *sup, struct ks_box *box, bool live) {
     return 0;
   box->feed_watch.fn = ks__on_feed_event;
   box->feed_watch.owner = box;
-  /* Watched for nothing but EPOLLERR (a pipe's write end is never
-   * readable) until a chunk waits for room. */
-  r = ks_loop_watch_add(&sup->loop, box->feed_fd, &box->feed_watch);
+  /* Watched for nothing but EPOLLERR and EPOLLHUP until a chunk waits
+   * for room (a terminal's master is readable too: its output is the
+   * stdout watch's). */
+  r = ks_loop_watch_add_for(&sup->loop, box->feed_fd, &box->feed_watch, 0);
   if (r < 0) {
     /* Unwatched, it could never be written or closed: closed now, the
      * workload reads EOF. */

@@ -46,6 +46,8 @@ void ks_box_request_free(struct ks_box_request *req) {
   ks_feed_unref(req->feed);
   if (req->has_stdin_rd)
     ks_close_keep_errno(req->stdin_rd);
+  if (req->has_tty)
+    ks_close_keep_errno(req->tty_fd);
   memset(req, 0, sizeof *req);
 }
 
@@ -233,8 +235,16 @@ static int ks__spawn_fds(struct ks_sup *sup, struct ks_box *box, int pipes[][2],
 
   for (int i = 0; i < KS__BOX_PIPES; i++)
     pipes[i][0] = pipes[i][1] = -1;
-  for (int i = 0; i < KS__BOX_PIPES && r == 0; i++)
-    r = ks_pipe_nonblocking_read(pipes[i], err);
+  /* A terminal's master is the stdout stream's read end; nothing of
+   * kern's writes it. */
+  if (box->req.has_tty) {
+    pipes[KS_STDOUT][0] = box->req.tty_fd;
+    box->req.has_tty = false;
+  }
+  for (int i = 0; i < KS__BOX_PIPES && r == 0; i++) {
+    if (pipes[i][0] < 0)
+      r = ks_pipe_nonblocking_read(pipes[i], err);
+  }
   /* The init's channel, on kern's stdin (which kern hands to the box). */
   if (r == 0 && own_chan)
     r = ks_channel_pair(chan, err);
@@ -267,7 +277,8 @@ static int ks__spawn_kern(struct ks_sup *sup, struct ks_box *box, int pipes[][2]
   /* Without a channel, a stdin pipe is kern's stdin, which kern hands to
    * the box (the workload is its command). */
   plan.fds[0] = chan[1] >= 0 ? chan[1] : box->feed_rd >= 0 ? box->feed_rd : sup->loop.devnull;
-  plan.fds[1] = pipes[KS_STDOUT][1];
+  /* With a terminal, kern's stdout (its own lines, if any) joins its stderr. */
+  plan.fds[1] = pipes[KS_STDOUT][1] >= 0 ? pipes[KS_STDOUT][1] : pipes[KS_STDERR][1];
   plan.fds[2] = pipes[KS_STDERR][1];
   plan.fds[KS_BOX_STARTED_FD] = pipes[2][1];
   plan.nfds = KS_BOX_STARTED_FD + 1;

@@ -79,7 +79,11 @@ void ks_loop_destroy(struct ks_loop *loop) {
 /* ---- watches ------------------------------------------------------------- */
 
 int ks_loop_watch_add(struct ks_loop *loop, int fd, struct ks_watch *w) {
-  struct epoll_event ev = {.events = EPOLLIN, .data.ptr = w};
+  return ks_loop_watch_add_for(loop, fd, w, EPOLLIN);
+}
+
+int ks_loop_watch_add_for(struct ks_loop *loop, int fd, struct ks_watch *w, uint32_t events) {
+  struct epoll_event ev = {.events = events, .data.ptr = w};
   return epoll_ctl(loop->epfd, EPOLL_CTL_ADD, fd, &ev) < 0 ? -errno : 0;
 }
 

@@ -110,6 +110,9 @@ void ks_loop_timer_disarm(struct ks_loop *loop, struct ks_timer *t);
 
 /* Watches fd for input (EPOLLIN), for w. 0 or a negative errno. */
 int ks_loop_watch_add(struct ks_loop *loop, int fd, struct ks_watch *w);
+/* Watches fd for events (0: only the EPOLLERR and EPOLLHUP epoll always
+ * reports), for w. 0 or a negative errno. */
+int ks_loop_watch_add_for(struct ks_loop *loop, int fd, struct ks_watch *w, uint32_t events);
 /* Changes what fd is watched for (0: nothing), and for which watch: a
  * descriptor whose owner changed is pointed at the new owner's watch. */
 int ks_loop_watch_mod(struct ks_loop *loop, int fd, struct ks_watch *w, uint32_t events);

@@ -109,6 +109,12 @@ struct ks_box_request {
    * SPEC). */
   bool has_stdin_rd;
   int stdin_rd;
+  /* A process's terminal: the master of the pty whose slave is stdin_rd,
+   * owned, with has_tty. The box's stdout is what the master reads (kern's
+   * own stdout joins its stderr pipe), and a feed's chunks are written to
+   * it: the workload's input. A cold box's only (startBox). */
+  bool has_tty;
+  int tty_fd;
 };
 
 /* Rich results (interp.h, RESULT): JSON texts within a byte budget; one
