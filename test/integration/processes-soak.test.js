@@ -1,6 +1,6 @@
 "use strict";
 
-// SECURITY-CASES D11 / F5 with a real kern: 1,000 mixed spawns (services on
+// SECURITY-CASES D11 / F5 with a real kern: 1,000 mixed spawns (terminals, services on
 // published ports, stdin writers, short commands), 50 alive at a time, each
 // ended by a random kill, abort, deadline, its own exit or its session's
 // close; then every process had exactly one 'exit' and one settlement, and
@@ -40,11 +40,13 @@ describe("integration: 1,000 mixed spawns with random ends (D11, F5)", function 
       }
       const s = current;
       const ac = new AbortController();
-      const kind = rand(5);
+      const kind = rand(6);
       const argv = kind === 0 ? ["python3", "-m", "http.server", "8000", "--bind", "127.0.0.1"]
-        : kind === 1 ? ["cat"] : ["sh", "-c", `sleep ${(Math.random() * 0.5).toFixed(2)}; echo ${i}`];
+        : kind === 1 ? ["cat"] : kind === 2 ? ["bash", "--norc", "--noprofile", "-i"]
+          : ["sh", "-c", `sleep ${(Math.random() * 0.5).toFixed(2)}; echo ${i}`];
       const opts = { timeoutS: rand(3) === 0 ? 0.2 + Math.random() : null, signal: ac.signal,
-        stdin: kind === 1, ports: kind === 0 ? [8000] : undefined };
+        stdin: kind === 1 || kind === 2, ports: kind === 0 ? [8000] : undefined,
+        pty: kind === 2 ? true : undefined };
       let p;
       try {
         p = await s.spawn(argv, opts);
@@ -59,10 +61,12 @@ describe("integration: 1,000 mixed spawns with random ends (D11, F5)", function 
       p.on("exit", () => c.exit++);
       const end = rand(4);
       if (kind === 1) p.stdin.write(`line ${i}\n`);
+      if (kind === 2) p.stdin.write(`sleep 100 &\necho ${i}\n`); // a job the shell's end leaves
       setTimeout(() => {
         if (end === 0) p.kill(rand(2) ? "SIGTERM" : "SIGKILL", { graceS: 0.2 });
         else if (end === 1) ac.abort();
         else if (kind === 1) p.stdin.end();
+        else if (kind === 2) p.stdin.write("exit\n");
         else if (opts.timeoutS === null) p.kill("SIGKILL");
       }, rand(400));
       await p.wait().then(() => c.settled++, () => c.settled++);
