@@ -511,6 +511,19 @@ export interface SpawnOptions {
   /** The host address the ports are published on: `"127.0.0.1"` (the default). `"0.0.0.0"`
    * publishes them on every interface, reachable from the network: it relaxes isolation. */
   publishHost?: string;
+  /** A terminal: `true` (80 x 24) or its size. stdin and stdout go through a terminal in the box
+   * (stderr joins stdout, as in a real terminal; `proc.stderr` then carries only kern's own
+   * lines): `isatty` is true inside, `TERM` defaults to `xterm-256color` (an `env.TERM` wins),
+   * `\x03` interrupts the foreground process group, job control works in a shell, and
+   * {@link BoxProcess.resize} sends SIGWINCH. A terminal's box starts cold (no prewarmed box). */
+  pty?: boolean | PtySize;
+}
+
+/** Addition to 0.1.1: a terminal's size, in characters (each 1-65535; one left out is 80 columns
+ * or 24 rows). */
+export interface PtySize {
+  cols?: number;
+  rows?: number;
 }
 
 /** Addition to 0.1.1: where a published box port is reached from the host. */
@@ -535,8 +548,9 @@ export class BoxProcess extends EventEmitter {
   /** A name for the process, unique in this Node process. */
   readonly id: string;
   /** The workload's stdin, or `null` (`stdin: false`). Writes are back-pressured by the box;
-   * `end()` gives it EOF. After the exit a write fails with an `EPIPE` error (in its callback and
-   * as an `'error'` event), never a crash. */
+   * `end()` gives it EOF (with `pty`, the keys typed: `end()` sends nothing, write `"\x04"` for a
+   * shell's end of input). After the exit a write fails with an `EPIPE` error (in its callback
+   * and as an `'error'` event), never a crash. */
   readonly stdin: Writable | null;
   /** The workload's stdout, as it is written: a `Readable` of Buffers (async-iterable;
    * `Readable.toWeb` works). Holds at most `keepBytes` that no reader took. */
@@ -563,6 +577,10 @@ export class BoxProcess extends EventEmitter {
    * box once `graceS` (default 2) is over unless it ended first. An end caused by `kill()` is not
    * a fault. Does nothing once the process exited. */
   kill(signal?: NodeJS.Signals | number, opts?: { graceS?: number }): void;
+  /** A terminal's new size (`pty`): its foreground process group gets SIGWINCH. A process without
+   * a terminal throws a `SandboxError` (`ERR_SANDBOX_INVALID_ARG`); once it exited this does
+   * nothing. */
+  resize(cols: number, rows: number): void;
   on(event: "exit", listener: (result: ExecutionResult | null, error: Error | null) => void): this;
   once(event: "exit", listener: (result: ExecutionResult | null, error: Error | null) => void): this;
 }

@@ -19,6 +19,8 @@ const EXPECT = {
   // Issue 33: processes.
   "dev-server.js": [/^GET http:\/\/127\.0\.0\.1:PORT -> 200: <h1>hello from a box<\/h1>$/m,
     /^server stopped: fault null, exit /m],
+  "terminal.js": [/^size: 30 100$/m, /^resized: 43 132$/m, /^a terminal: yes$/m, /^after \^C: status 130$/m,
+    /^shell exited 0$/m],
   "interactive.js": [/^>>> 1 \+ 1\n2$/m, /^>>> x \* 2\n42$/m, /^>>> 'box'.upper\(\)\n'BOX'$/m, /^repl exited 0$/m],
   // Issue 34: the framework adapters, with their scripted models (no API key set).
   "ai-sdk-agent.js": [/^tool run_code: \{"exitCode":0,"stdout":"6\\n"/m,

@@ -3,7 +3,7 @@
 // Checked with: npx tsc -p test/types --noEmit
 import { Readable, Writable } from "stream";
 import { Sandbox, BoxProcess, SandboxError } from "kern-sandbox";
-import type { ExecutionResult, SpawnOptions, SpawnCodeOptions, PublishedPort } from "kern-sandbox";
+import type { ExecutionResult, SpawnOptions, SpawnCodeOptions, PublishedPort, PtySize } from "kern-sandbox";
 
 export async function processes(): Promise<void> {
   const sbx = await new Sandbox().open();
@@ -25,6 +25,11 @@ export async function processes(): Promise<void> {
   p.kill();
   p.kill("SIGKILL", { graceS: 0 });
   q.kill(15);
+  const size: PtySize = { cols: 120 };
+  const t: BoxProcess = await sbx.spawn(["bash", "-i"], { pty: size });
+  const t2: BoxProcess = await sbx.spawnCode("input()", { pty: true, env: { TERM: "vt100" } });
+  t.resize(100, 40);
+  t2.stdin?.write("\x03");
   const r: ExecutionResult = await p.wait();
   const live: BoxProcess[] = sbx.processes();
   console.log(id, stdin, out, err, dropped, exited, r.stdout, live.length, SandboxError);
