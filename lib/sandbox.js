@@ -26,6 +26,7 @@ const { SandboxError, MountRefused, sandboxError, escapeControl, sandboxErrorFro
 const { checkRelPath } = require("./paths");
 const { StdinFeed } = require("./stdin");
 const { spawnProcess, spawnCodeProcess } = require("./process");
+const { snapshotOf, sameAsSnapshot } = require("./fieldsnap");
 const { sendSpec, closeChannel } = require("./claimsend");
 const snapshots = require("./snapshot");
 const init = require("./init");
@@ -815,27 +816,6 @@ class Sandbox {
 const NOTHING = Object.freeze([]);
 const NO_PROC_FDS = Object.freeze({ stdinFd: null, ttyFd: null });
 
-
-/** A public field's value as it is now: arrays and plain objects copied
- * (one level: their items are strings, or functions). */
-function snapshotOf(v) {
-  if (Array.isArray(v)) return [...v];
-  if (v !== null && typeof v === "object" && !(v instanceof AbortSignal)) return { ...v };
-  return v;
-}
-
-/** Whether v still is what snapshotOf(v) once gave. */
-function sameAsSnapshot(v, snap) {
-  if (Array.isArray(v)) {
-    return Array.isArray(snap) && v.length === snap.length && v.every((x, i) => x === snap[i]);
-  }
-  if (v !== null && typeof v === "object" && !(v instanceof AbortSignal)) {
-    if (snap === null || typeof snap !== "object" || Array.isArray(snap)) return false;
-    const keys = Object.keys(v);
-    return keys.length === Object.keys(snap).length && keys.every((k) => v[k] === snap[k]);
-  }
-  return v === snap;
-}
 
 // kern's cap byte by kern and enforceLimits: whether a memory cap binds is a
 // fact of the host, the same for every box; known once one box has ended.
