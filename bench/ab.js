@@ -30,6 +30,7 @@ const MOVES = {
   bootcache: ["oneShot", "kernel"], // every cold interpreter box loads the boot
   "direct-cells": ["kernel"], // a ready kernel's cell, sent without the engine thread's wakeup
   "claim-send": ["prewarmed"], // a claimed exec box's SPEC frame, sent without the engine thread's wakeup
+  "hand-stdout": ["processes"], // a process's stdout read by the JS thread, without the engine thread's hop
 };
 
 const median = (xs) => {

@@ -33,7 +33,7 @@ async function lineTrips(stdin, stdout, n) {
   const out = [];
   let buf = "";
   let want = null;
-  stdout.on("data", (d) => {
+  const onData = (d) => {
     buf += d;
     if (want !== null && buf.endsWith(want.line)) {
       const w = want;
@@ -41,7 +41,8 @@ async function lineTrips(stdin, stdout, n) {
       buf = "";
       w.resolve();
     }
-  });
+  };
+  stdout.on("data", onData);
   for (let i = 0; i < n; i++) {
     const line = lineOf(i);
     const t0 = process.hrtime.bigint();
@@ -51,6 +52,7 @@ async function lineTrips(stdin, stdout, n) {
     });
     out.push(Number(process.hrtime.bigint() - t0) / 1e6);
   }
+  stdout.off("data", onData);
   return out;
 }
 
@@ -198,14 +200,24 @@ async function processes({ Sandbox, h, row, median, quick, loop }) {
       `p50 ${median(spawns).toFixed(2)} ms`, "p50 <= 2 ms", median(spawns) <= 2);
 
     const trips = quick ? 200 : 1000;
-    const hostTrips = await unmonitored(() => hostCat(trips));
     await h.poolReady(s);
     const cat = await s.spawn(["cat"], { timeoutS: null });
-    const box = await lineTrips(cat.stdin, cat.stdout, trips);
+    // The pool refills after the spawn took its box: a box starting on the
+    // other core would be in the figure, which the host cat does not have.
+    await h.poolReady(s);
+    // Three alternated rounds, both with the loop monitor off (the same
+    // conditions: where the scheduler puts the two cats moves a round trip
+    // by tens of microseconds on a VM, so neither side gets one placement).
+    const hostTrips = [];
+    const box = [];
+    for (let r = 0; r < 3; r++) {
+      hostTrips.push(...await unmonitored(() => hostCat(trips)));
+      box.push(...await unmonitored(() => lineTrips(cat.stdin, cat.stdout, trips)));
+    }
     cat.stdin.end();
     await cat.wait();
     const ratio = median(box) / median(hostTrips);
-    row(`a line through cat and back, ${trips} lines`,
+    row(`a line through cat and back, 3 alternated rounds of ${trips} lines`,
       `child_process to a host cat: p50 ${median(hostTrips).toFixed(3)} ms`,
       `p50 ${median(box).toFixed(3)} ms = ${ratio.toFixed(2)}x`, "<= 1.5x", ratio <= 1.5);
 

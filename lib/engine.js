@@ -20,8 +20,8 @@ const NO_ENV = Object.freeze([]);
  * tracking, or null), cancelKey (0: none), init (the in-box init's terms,
  * { earlyCap, resultMax, run }, or null: 0.1.1's argv), stdin and onStdin
  * (the call's stdin feed, lib/stdin.js, or null), onStarted, flow and
- * stdinFd and ttyFd (a process's, lib/process.js, or null, false, null and
- * null). One
+ * handStdout, stdinFd and ttyFd (a process's, lib/process.js, or null,
+ * false, false, null and null). One
  * object literal
  * of one shape for every box: a claim's path has no time to spare.
  */
@@ -32,7 +32,7 @@ function boxOptions(st, s) {
     tmpdir: st.tmpdir, stopArgv: s.stopArgv, timeoutMs: s.timeoutMs, maxOutputBytes: s.maxOutputBytes,
     onStdout: s.onStdout ?? null, onStderr: s.onStderr ?? null, watch: s.watch ?? null,
     group: st.group, cancelKey: s.cancelKey ?? 0, init: s.init ?? null,
-    stdin: s.stdin ?? null, onStdin: s.onStdin ?? null, onStarted: s.onStarted ?? null, flow: s.flow ?? false, stdinFd: s.stdinFd ?? null, ttyFd: s.ttyFd ?? null, parkKey: 0, shareChannel: false, claimOnly: false, spec: null,
+    stdin: s.stdin ?? null, onStdin: s.onStdin ?? null, onStarted: s.onStarted ?? null, flow: s.flow ?? false, handStdout: s.handStdout ?? false, stdinFd: s.stdinFd ?? null, ttyFd: s.ttyFd ?? null, parkKey: 0, shareChannel: false, claimOnly: false, spec: null,
     begun: null, kernelKey: 0, claim: null };
 }
 

@@ -9,6 +9,7 @@
 // streamed to two KeepStreams that never hold the box back.
 const { EventEmitter } = require("events");
 const fs = require("fs");
+const net = require("net");
 const os = require("os");
 const binding = require("./binding");
 const { KeepStream } = require("./keepstream");
@@ -56,6 +57,7 @@ class BoxProcess extends EventEmitter {
   #flush = null; // what a stream filter still holds, out before the streams end
   #tty; // { cols, rows, keepTerm } for a terminal, or null
   #ttyControl = -1; // this attempt's descriptor of its pty's master (resize)
+  #pipe = null; // { sock, fd }: the stdout pipe this thread reads from the start on
 
   constructor(keepBytes, withStdin, maps = [], tty = null) {
     super();
@@ -170,7 +172,8 @@ class BoxProcess extends EventEmitter {
         return { stdinFd: slave, ttyFd: master };
       },
       tails: () => ({ stdout: this.stdout.tail().text, stderr: this.stderr.tail().text }),
-      onStarted: () => {
+      onStarted: (stdoutFd) => {
+        if (stdoutFd !== null) this.#readStdout(stdoutFd);
         this.stdin?.started();
         this.#onStart(true);
       },
@@ -193,6 +196,7 @@ class BoxProcess extends EventEmitter {
     this.#exited = true;
     this.#onStart(false);
     this.#flush?.();
+    this.#drainStdout();
     const lost = result?.missedOutput ?? null;
     if (lost !== null) {
       this.stdout.lost(lost.stdout.bytes);
@@ -214,6 +218,38 @@ class BoxProcess extends EventEmitter {
     setImmediate(() => this.emit("exit", shaped, error));
     if (error !== null) throw error;
     return shaped;
+  }
+
+  // The stdout pipe from the workload's start on (BoxOptions.handStdout):
+  // read here as a Node pipe to a child process is, with no engine thread
+  // between the box and the reader. What the engine read before the start
+  // came as chunks first.
+  #readStdout(fd) {
+    const sock = new net.Socket({ fd, readable: true, writable: false });
+    sock.on("data", (c) => this.stdout.add(c));
+    sock.on("error", () => {}); // the box's end is gone: the drain at the end reads what is left
+    this.#pipe = { sock, fd };
+  }
+
+  // At the end every box process has exited: what they wrote is in the
+  // pipe. Read to its end (EAGAIN: kern still holds the write end), then
+  // closed.
+  #drainStdout() {
+    if (this.#pipe === null) return;
+    const { sock, fd } = this.#pipe;
+    this.#pipe = null;
+    const buf = Buffer.allocUnsafe(64 * 1024);
+    for (;;) {
+      let n = 0;
+      try {
+        n = fs.readSync(fd, buf, 0, buf.length, null);
+      } catch {
+        break; // EAGAIN: nothing left (or the socket read it all already)
+      }
+      if (n === 0) break;
+      this.stdout.add(Buffer.from(buf.subarray(0, n)));
+    }
+    sock.destroy();
   }
 
   #closeTty() {

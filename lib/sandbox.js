@@ -35,6 +35,7 @@ const { Kernel, kernelOptions, KERNEL_BACKSTOP_S, KERNEL_START_MIN_DEFAULT_MS } 
 const { ENGINE, POOL_STATS, POOL_IDLE_MS, KERNEL_START_MIN_MS } = require("./internal");
 
 const CLAIM_SEND_OFF = benchoff.isOff("claim-send"); // bench switch (lib/benchoff.js)
+const HAND_STDOUT_OFF = benchoff.isOff("hand-stdout"); // bench switch (lib/benchoff.js)
 
 const INLINE_CODE_MAX = 128 * 1024; // longer code goes through a workspace file (ARG_MAX)
 const NO_DEADLINE_MS = 1e12; // a process with timeoutS null: the engine's clock never fires
@@ -529,7 +530,7 @@ class Sandbox {
           maxOutputBytes: o.maxOutputBytes, onStdout: o.onStdout, onStderr: o.onStderr,
           watch: st.watch, cancelKey, init: initTerms, stdin: feed?.handle ?? null,
           onStdin: feed?.onStdin ?? null, onStarted: withInit ? proc?.onStarted ?? null : null,
-          flow: proc !== null, stdinFd, ttyFd };
+          flow: proc !== null, handStdout: proc !== null && proc.tty === null && !HAND_STDOUT_OFF, stdinFd, ttyFd };
         const settled = ready !== null ? claimBox(st, ready.parked, spec, claim) : startBox(st, spec);
         feed?.start();
         raw = await settled;

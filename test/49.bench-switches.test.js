@@ -33,6 +33,11 @@ const PROBE = `
   binding.claimSend = (...a) => (claims++, claimSend(...a));
   const kernelCell = binding.kernelCell;
   binding.kernelCell = (opts) => (opts.direct === true && directs++, kernelCell(opts));
+  let hands = 0;
+  for (const name of ["startBox", "claimBox"]) {
+    const orig = binding[name];
+    binding[name] = (...a) => (a[a.length - 1].handStdout === true && hands++, orig(...a));
+  }
   (async () => {
     const out = { calls: [] };
     // claim-send: a claimed exec box's argv (claimSend); direct-cells: a kernel's cells (direct).
@@ -48,6 +53,10 @@ const PROBE = `
       out.calls.push([r.exitCode, r.results[0]?.text]);
     }
     await k.close();
+    // hand-stdout: a process's stdout read by this thread from its start.
+    const p = await s.spawn(["echo", "spawned"], { stdin: false });
+    const pr = await p.wait();
+    out.calls.push([pr.exitCode, pr.stdout]);
     await s.close();
     // A cold box among the calls.
     s = await new Sandbox({ prewarm: 0 }).open();
@@ -70,6 +79,7 @@ const PROBE = `
     out.init = fs.readFileSync(path.join(dir, "ks-init")).toString("base64");
     out.claims = claims;
     out.directs = directs;
+    out.hands = hands;
     process.stdout.write(JSON.stringify(out));
   })().catch((e) => { console.error(e); process.exitCode = 1; });`;
 
@@ -83,7 +93,7 @@ function probe(env) {
 }
 
 const CALLS = [[0, "warm\n"], [0, "warm\n"], [0, "warm\n"], [0, "42"], [0, "42"], [0, "42"],
-  [0, "cold\n"], [0, "1\n"], [0, "1\n"], [0, "1\n"]];
+  [0, "spawned\n"], [0, "cold\n"], [0, "1\n"], [0, "1\n"], [0, "1\n"]];
 
 describe("bench switches (issue 32: the A/B of each speed mechanism)", function () {
   this.timeout(h.startWait(60000));
@@ -106,6 +116,7 @@ describe("bench switches (issue 32: the A/B of each speed mechanism)", function 
     assert.deepStrictEqual(o.calls, CALLS);
     assert.ok(o.claims >= 1, `claimSend calls: ${o.claims}`);
     assert.ok(o.directs >= 1, `cells sent from the JS thread: ${o.directs}`);
+    assert.strictEqual(o.hands, 1, "the process's stdout handed to the JS thread");
     assert.strictEqual(o.bin, true, "the boot's bytecode");
     assert.strictEqual(o.initBinary, built);
     assert.strictEqual(o.init, fs.readFileSync(built).toString("base64"));
@@ -118,6 +129,7 @@ describe("bench switches (issue 32: the A/B of each speed mechanism)", function 
     assert.deepStrictEqual(o.calls, CALLS);
     assert.strictEqual(o.claims, 0);
     assert.strictEqual(o.directs, 0);
+    assert.strictEqual(o.hands, 0);
     assert.strictEqual(o.bin, false);
     assert.strictEqual(o.initBinary, glibcInit);
     assert.strictEqual(o.init, fs.readFileSync(glibcInit).toString("base64"));

@@ -113,12 +113,18 @@ export interface BoxOptions {
   onStdin?: ((gone: boolean) => void) | null;
   /** startBox and claimBox: a process's call. Its init says when the workload's exec succeeded
    * (its cold argv runs `ks-init --exec --started`, a claim's spec is specFrame(argv, true)), and
-   * this is called then, once, before the call settles; signalCall reaches its workload. */
-  onStarted?: (() => void) | null;
+   * this is called then, once, before the call settles; signalCall reaches its workload. With
+   * handStdout its argument is the stdout pipe's read end, the caller's from then on (null when
+   * the pipe was closed already). */
+  onStarted?: ((stdoutFd: number | null) => void) | null;
   /** startBox and claimBox: a process's output (with onStdout/onStderr): while the box runs its
    * pipes are read no faster than this thread takes the chunks (a bounded window, as a pipe to
    * a child process is), instead of chunks being dropped past the streaming budget. */
   flow?: boolean;
+  /** startBox and claimBox, with onStarted: at STARTED the engine stops reading the box's stdout
+   * and hands the pipe's read end to onStarted: the caller reads it from then on (what the engine
+   * read before came through onStdout first) and reads what is left once the call settled. */
+  handStdout?: boolean;
   /** startBox and claimBox, without stdin: a process's stdin, the read end of pipePair(), which
    * the engine owns from the call on (it closes it whatever happens); the workload gets it on
    * fd 0 as it would a feed's pipe (a cold argv runs `ks-init --stdin`). */

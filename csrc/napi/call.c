@@ -7,6 +7,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "call.h"
 
@@ -97,20 +98,22 @@ static void ks__on_output(void *ctx, struct ks_box *box, enum ks_stream s, const
  * as its one argument's bit), queued behind what the TSFN already holds,
  * so before the box's end. Without memory for it the event is lost: the
  * call's end is its caller's fallback (see each hook). */
-static void ks__queue_event(struct ks_box *box, enum ks_napi_msg_kind kind, size_t len) {
+static bool ks__queue_event(struct ks_box *box, enum ks_napi_msg_kind kind, size_t len) {
   struct ks_napi_call *run = ks_box_user(box);
   struct ks_napi_msg *msg = malloc(sizeof *msg);
 
   if (msg == NULL)
-    return;
+    return false;
   msg->kind = kind;
   msg->run = run;
   msg->box = NULL;
   msg->cell = NULL;
   msg->stream = KS_STDOUT;
   msg->len = len;
-  if (napi_call_threadsafe_function(run->addon->tsfn, msg, napi_tsfn_nonblocking) != napi_ok)
-    free(msg);
+  if (napi_call_threadsafe_function(run->addon->tsfn, msg, napi_tsfn_nonblocking) == napi_ok)
+    return true;
+  free(msg);
+  return false;
 }
 
 /* The feed's slot is free (or the feed gone): onStdin(gone) on the JS
@@ -122,26 +125,47 @@ static void ks__on_stdin(void *ctx, struct ks_box *box, bool gone) {
   ks__queue_event(box, KS_NAPI_MSG_STDIN, gone ? 1 : 0);
 }
 
-/* The process's workload started: onStarted() on the JS thread. Without
- * memory for the message the process is taken as started at its end. */
-static void ks__on_started(void *ctx, struct ks_box *box) {
+/* The process's workload started: onStarted(stdoutFd) on the JS thread,
+ * the descriptor (or null) carried as len - 1. Without memory for the
+ * message the process is taken as started at its end, and the engine
+ * keeps reading its stdout (false: not taken). */
+static bool ks__on_started(void *ctx, struct ks_box *box, int stdout_fd) {
   (void) ctx;
-  ks__queue_event(box, KS_NAPI_MSG_STARTED, 0);
+  return ks__queue_event(box, KS_NAPI_MSG_STARTED, (size_t) (stdout_fd + 1));
 }
 
-/* One of the call's event callbacks (onStdin(gone), onStarted()). */
+/* A STARTED message's descriptor, if any, closed: nobody took it. */
+static void ks__drop_started_fd(const struct ks_napi_msg *msg) {
+  if (msg->kind == KS_NAPI_MSG_STARTED && msg->len > 0)
+    (void) close((int) msg->len - 1);
+}
+
+/* One of the call's event callbacks (onStdin(gone), onStarted(stdoutFd)). */
 static void ks__deliver_event(napi_env env, struct ks_napi_msg *msg) {
-  napi_ref ref = msg->kind == KS_NAPI_MSG_STARTED ? msg->run->on_started : msg->run->on_stdin;
+  bool started = msg->kind == KS_NAPI_MSG_STARTED;
+  napi_ref ref = started ? msg->run->on_started : msg->run->on_stdin;
   napi_value cb = NULL;
-  napi_value gone;
+  napi_value arg;
   napi_value undefined;
   napi_value ignored;
+  napi_status st;
 
   if (ref == NULL || napi_get_reference_value(env, ref, &cb) != napi_ok || cb == NULL ||
-      napi_get_boolean(env, msg->len != 0, &gone) != napi_ok ||
-      napi_get_undefined(env, &undefined) != napi_ok)
+      napi_get_undefined(env, &undefined) != napi_ok) {
+    ks__drop_started_fd(msg);
     return;
-  if (napi_call_function(env, undefined, cb, 1, &gone, &ignored) != napi_ok) {
+  }
+  if (!started)
+    st = napi_get_boolean(env, msg->len != 0, &arg);
+  else if (msg->len == 0)
+    st = napi_get_null(env, &arg);
+  else
+    st = napi_create_int32(env, (int32_t) msg->len - 1, &arg);
+  if (st != napi_ok) {
+    ks__drop_started_fd(msg);
+    return;
+  }
+  if (napi_call_function(env, undefined, cb, 1, &arg, &ignored) != napi_ok) {
     napi_value exception;
     (void) napi_get_and_clear_last_exception(env, &exception);
   }
@@ -223,6 +247,8 @@ static void ks__call_js(napi_env env, napi_value js_cb, void *context, void *dat
   if (msg->kind == KS_NAPI_MSG_STDIN || msg->kind == KS_NAPI_MSG_STARTED) {
     if (env != NULL) /* NULL: teardown; the run may be gone, never touched */
       ks__deliver_event(env, msg);
+    else
+      ks__drop_started_fd(msg);
     free(msg);
     return;
   }

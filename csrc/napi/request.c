@@ -296,7 +296,7 @@ bool ks_napi_box_request(napi_env env, struct ks_addon *addon, enum ks_napi_box_
   if ((mode == KS_NAPI_START || mode == KS_NAPI_CLAIM) &&
       (!ks__get_feed(&o, req, &streams[2]) ||
        !ks_opt_function(&o, "onStarted", &streams[3], &req->want_started) ||
-       !ks_opt_bool(&o, "flow", &req->flow)))
+       !ks_opt_bool(&o, "flow", &req->flow) || !ks_opt_bool(&o, "handStdout", &req->hand_stdout)))
     return false;
   if (!req->want_started)
     streams[3] = NULL;

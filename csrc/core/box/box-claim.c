@@ -125,6 +125,26 @@ static void ks__take_fds(struct ks_box *box, struct msghdr *msg) {
   }
 }
 
+/* req.hand_stdout: the stdout pipe's read end, no longer watched, for the
+ * caller (-1: none, or no longer open). */
+static int ks__hand_stdout(struct ks_sup *sup, struct ks_box *box) {
+  int fd = box->kern->fd[KS_STDOUT];
+
+  if (!box->req.hand_stdout || fd < 0)
+    return -1;
+  ks_loop_watch_del(&sup->loop, fd);
+  box->kern->fd[KS_STDOUT] = -1;
+  box->out_paused[KS_STDOUT] = false;
+  return fd;
+}
+
+/* A stdout the caller could not take: watched by the engine again. */
+static void ks__keep_stdout(struct ks_sup *sup, struct ks_box *box, int fd) {
+  box->kern->fd[KS_STDOUT] = fd;
+  if (ks_loop_watch_add(&sup->loop, fd, &box->kern->watch[KS_STDOUT]) < 0)
+    ks_loop_watch_close(&sup->loop, &box->kern->fd[KS_STDOUT]); /* as at EOF */
+}
+
 /* What one frame of the channel completed. */
 static void ks__on_chan_event(struct ks_sup *sup, struct ks_box *box, enum ks_chan_event ev) {
   int fd;
@@ -142,8 +162,11 @@ static void ks__on_chan_event(struct ks_sup *sup, struct ks_box *box, enum ks_ch
       break;
     box->kern->said.started_ns = ks_now_ns();
     /* Only a process's own box: a parked one's user is not a call. */
-    if (box->req.want_started && box->state == KS_BOX_RUNNING)
-      sup->hooks.on_started(sup->ctx, box);
+    if (box->req.want_started && box->state == KS_BOX_RUNNING) {
+      fd = ks__hand_stdout(sup, box);
+      if (!sup->hooks.on_started(sup->ctx, box, fd) && fd >= 0)
+        ks__keep_stdout(sup, box, fd);
+    }
     break;
   case KS_CHAN_ATTACH:
     fd = box->kern->pending_fd[0];

@@ -115,6 +115,14 @@ struct ks_box_request {
    * it: the workload's input. A cold box's only (startBox). */
   bool has_tty;
   int tty_fd;
+  /* A process's stdout read by the caller itself from its start on: at
+   * STARTED the engine stops reading the stdout pipe and hands its read
+   * end to hooks.on_started, whose owner it is from then on (what the
+   * engine read before went out as chunks first). The caller reads it
+   * as a Node pipe does, with no thread between the box and the reader,
+   * and drains what is left once the call settled: every box process
+   * has exited by then. */
+  bool hand_stdout;
 };
 
 /* Rich results (interp.h, RESULT): JSON texts within a byte budget; one
@@ -232,8 +240,10 @@ struct ks_sup_hooks {
   void (*on_stdin)(void *ctx, struct ks_box *box, bool gone);
   /* A process box's workload started: its init said STARTED (its exec
    * succeeded). At most once per box, only for a request with
-   * want_started, before the box's on_done; must not block. */
-  void (*on_started)(void *ctx, struct ks_box *box);
+   * want_started, before the box's on_done; must not block. stdout_fd:
+   * with req.hand_stdout, the stdout pipe's read end, the hook's to own
+   * (and close) when it returns true; else -1. */
+  bool (*on_started)(void *ctx, struct ks_box *box, int stdout_fd);
   /* A flow box's caller (req.flow) can take more output now: true; false,
    * and it wakes the supervisor (ks_sup_wake) once it can, when the box's
    * paused streams are read again. Runs on the supervisor thread; must not
