@@ -233,13 +233,15 @@ class BoxProcess extends EventEmitter {
 
   // At the end every box process has exited: what they wrote is in the
   // pipe. Read to its end (EAGAIN: kern still holds the write end), then
-  // closed.
+  // closed. A socket already destroyed read its EOF (kern exited) and
+  // closed the descriptor, whose number may be another's by now: nothing
+  // is left to read there.
   #drainStdout() {
     if (this.#pipe === null) return;
     const { sock, fd } = this.#pipe;
     this.#pipe = null;
     const buf = Buffer.allocUnsafe(64 * 1024);
-    for (;;) {
+    while (!sock.destroyed) {
       let n = 0;
       try {
         n = fs.readSync(fd, buf, 0, buf.length, null);
