@@ -472,7 +472,7 @@ describe("processes: published ports (issue 33 item 4; SECURITY-CASES F4, double
   });
 });
 
-describe("processes: Node's death, process.exit() and a terminated Worker (F5, double)", function () {
+describe("processes: Node's death, process.exit() and a terminated Worker (F5, terminals included; double)", function () {
   this.timeout(60000);
   const path = require("path");
   const { spawn } = require("child_process");

@@ -41,4 +41,30 @@ describe("integration: terminals with a real kern (issue 33)", function () {
       assert.deepStrictEqual(h.processesWith("300.5"), [], `${end}: the job outlived its box`);
     }
   });
+
+  it("F5: a SIGKILLed Node, process.exit() and a terminated Worker with a terminal's background job and " +
+    "services leave nothing 2 s later", async function () {
+    const path = require("path");
+    const { spawn } = require("child_process");
+    const portsLib = require("../../lib/ports");
+    for (const mode of ["kill", "exit", "worker"]) {
+      const ws = h.tmpDir(`tdeath-${mode}-`);
+      const ports = (await portsLib.pickPorts([1, 2], "127.0.0.1")).map((m) => String(m.host));
+      const child = spawn(process.execPath, [path.join(h.repo, "test/fixtures/scripts/process-death.js"),
+        mode, h.repo, ws, ...ports], { stdio: ["ignore", "pipe", "inherit"],
+        env: { ...process.env, KS_DEATH_JOB: "1" } });
+      const exited = h.exitOf(child);
+      const said = await h.firstOutput(child, exited);
+      const mine = () => h.processes().filter((p) => p.state !== "Z" && p.pid !== child.pid &&
+        (p.argv.includes(ws) || p.argv.includes("300.5"))).map((p) => p.pid);
+      if (mode === "kill") {
+        assert.ok(mine().length >= 4, `positive control: the boxes and the job run (${said})`);
+        child.kill("SIGKILL");
+      }
+      const gone = await h.waitFor(() => mine().length === 0, 2000);
+      child.kill("SIGKILL");
+      await exited;
+      assert.ok(gone, `${mode}: left behind 2 s later: ${mine()}`);
+    }
+  });
 });
