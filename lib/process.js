@@ -56,7 +56,7 @@ class BoxProcess extends EventEmitter {
   #onStart = null;
   #flush = null; // what a stream filter still holds, out before the streams end
   #tty; // { cols, rows, keepTerm } for a terminal, or null
-  #ttyControl = -1; // this attempt's descriptor of its pty's master (resize)
+  #ttyControl = null; // this attempt's handle on its pty's master (resize)
   #pipe = null; // { sock, fd }: the stdout pipe this thread reads from the start on
 
   constructor(keepBytes, withStdin, maps = [], tty = null) {
@@ -119,7 +119,7 @@ class BoxProcess extends EventEmitter {
     if (this.#tty === null)
       throw sandboxError("ERR_SANDBOX_INVALID_ARG", "resize() is for a process spawned with a terminal (pty: true)");
     const size = ptySize({ cols, rows }, "resize()");
-    if (this.#exited || this.#ttyControl < 0) return;
+    if (this.#exited || this.#ttyControl === null) return;
     binding.ttyResize(this.#ttyControl, size.cols, size.rows);
   }
 
@@ -172,10 +172,21 @@ class BoxProcess extends EventEmitter {
         return { stdinFd: slave, ttyFd: master };
       },
       tails: () => ({ stdout: this.stdout.tail().text, stderr: this.stderr.tail().text }),
+      /** The workload started; with stdoutFd (handStdout) its stdout pipe,
+       * this side's once this returns true (otherwise the addon closes it). */
       onStarted: (stdoutFd) => {
-        if (stdoutFd !== null) this.#readStdout(stdoutFd);
+        let owned = false;
+        if (stdoutFd !== null) {
+          try {
+            this.#readStdout(stdoutFd);
+            owned = true;
+          } catch {
+            // No socket for it (no memory): the result's tail lacks what it held.
+          }
+        }
         this.stdin?.started();
         this.#onStart(true);
+        return owned;
       },
     };
   }
@@ -255,13 +266,9 @@ class BoxProcess extends EventEmitter {
   }
 
   #closeTty() {
-    if (this.#ttyControl < 0) return;
-    try {
-      fs.closeSync(this.#ttyControl);
-    } catch {
-      // Linux closes the descriptor even when close(2) reports an error.
-    }
-    this.#ttyControl = -1;
+    if (this.#ttyControl === null) return;
+    binding.wsClose(this.#ttyControl);
+    this.#ttyControl = null;
   }
 }
 

@@ -36,7 +36,13 @@ const PROBE = `
   let hands = 0;
   for (const name of ["startBox", "claimBox"]) {
     const orig = binding[name];
-    binding[name] = (...a) => (a[a.length - 1].handStdout === true && hands++, orig(...a));
+    binding[name] = (...a) => {
+      const o = a[a.length - 1];
+      const started = o.onStarted;
+      // A descriptor really handed over (not only asked for).
+      if (o.handStdout === true && started) o.onStarted = (fd) => (fd !== null && hands++, started(fd));
+      return orig(...a);
+    };
   }
   (async () => {
     const out = { calls: [] };
@@ -54,7 +60,7 @@ const PROBE = `
     }
     await k.close();
     // hand-stdout: a process's stdout read by this thread from its start.
-    const p = await s.spawn(["echo", "spawned"], { stdin: false });
+    const p = await s.spawn(["sh", "-c", "sleep 0.1; echo spawned"], { stdin: false });
     const pr = await p.wait();
     out.calls.push([pr.exitCode, pr.stdout]);
     await s.close();

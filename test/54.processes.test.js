@@ -41,6 +41,21 @@ describe("processes: spawn() (issue 33)", function () {
     assert.strictEqual(p.exited, true);
   });
 
+  it("stdout across the handover to this thread (handStdout): every byte once, in order", async function () {
+    // seq starts writing at once: some lines are read by the engine before
+    // STARTED, the rest by this thread from the pipe, and the end's drain.
+    const p = await sbx.spawn(["seq", "1", "300000"], { stdin: false, keepBytes: 8 << 20 });
+    const chunks = [];
+    p.stdout.on("data", (c) => chunks.push(c));
+    const r = await p.wait();
+    await new Promise((resolve) => p.stdout.once("end", resolve));
+    let want = "";
+    for (let i = 1; i <= 300000; i++) want += `${i}\n`;
+    assert.strictEqual(r.exitCode, 0);
+    assert.strictEqual(Buffer.concat(chunks).toString(), want);
+    assert.deepStrictEqual(p.droppedBytes, { stdout: 0, stderr: 0 });
+  });
+
   it("python3 -u answers each line before the next is sent (spawnCode)", async function () {
     if (!h.have("python3")) return h.skipHost(this, "no python3 on this host for the double to run");
     const p = await sbx.spawnCode("import sys\nfor l in sys.stdin:\n    print(int(l) * 2, flush=True)\n");

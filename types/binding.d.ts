@@ -114,9 +114,9 @@ export interface BoxOptions {
   /** startBox and claimBox: a process's call. Its init says when the workload's exec succeeded
    * (its cold argv runs `ks-init --exec --started`, a claim's spec is specFrame(argv, true)), and
    * this is called then, once, before the call settles; signalCall reaches its workload. With
-   * handStdout its argument is the stdout pipe's read end, the caller's from then on (null when
-   * the pipe was closed already). */
-  onStarted?: ((stdoutFd: number | null) => void) | null;
+   * handStdout its argument is the stdout pipe's read end, the caller's once it returns true (else
+   * the addon closes it; null when the pipe was closed already). */
+  onStarted?: ((stdoutFd: number | null) => boolean | void) | null;
   /** startBox and claimBox: a process's output (with onStdout/onStderr): while the box runs its
    * pipes are read no faster than this thread takes the chunks (a bounded window, as a pipe to
    * a child process is), instead of chunks being dropped past the streaming budget. */
@@ -182,6 +182,8 @@ export interface KernHandle { readonly __handle: "kern" }
 export interface ParkedBox { readonly __handle: "parked" }
 /** A call's stdin feed (stdinOpen; csrc/core/box/feed.h): no descriptor. */
 export interface StdinHandle { readonly __handle: "stdin" }
+/** A process's terminal's master, for ttyResize (ptyPair). */
+export interface TtyHandle { readonly __handle: "tty" }
 
 /** A new stdin feed for one call (and its cold retry): BoxOptions.stdin. */
 export function stdinOpen(): StdinHandle;
@@ -297,13 +299,13 @@ export function claimSend(parked: ParkedBox, argv: string[]): number;
 export function specFrame(argv: string[], process?: boolean): Buffer;
 /** A pipe for a process's stdin: [readFd, writeFd], both close-on-exec. */
 export function pipePair(): [number, number];
-/** A pty for a process's terminal, of size cols x rows: [slaveFd, masterFd, controlFd], all
- * close-on-exec, the masters nonblocking. slaveFd and masterFd go to its box
- * (BoxOptions.stdinFd and ttyFd); controlFd (the master again) stays with the caller for
- * ttyResize() and is closed by it. */
-export function ptyPair(cols: number, rows: number): [number, number, number];
-/** Sets the size of the terminal whose master is fd (its foreground group gets SIGWINCH). */
-export function ttyResize(fd: number, cols: number, rows: number): void;
+/** A pty for a process's terminal, of size cols x rows: [slaveFd, masterFd, control], the
+ * descriptors close-on-exec, the master nonblocking. slaveFd and masterFd go to its box
+ * (BoxOptions.stdinFd and ttyFd); control (a handle on the master again) stays with the caller
+ * for ttyResize() and is closed with wsClose() (or by the environment's teardown). */
+export function ptyPair(cols: number, rows: number): [number, number, TtyHandle];
+/** Sets the size of control's terminal (its foreground group gets SIGWINCH). */
+export function ttyResize(control: TtyHandle, cols: number, rows: number): void;
 /** Begins a call's change tracking on this thread, for a claim whose argv
  * the caller sends itself: null when the tracker has events still to read
  * (the engine then begins it, and sends the argv after). claimBox() takes
@@ -349,7 +351,7 @@ export function kernOpen(absPath: string): { handle: KernHandle; mode: number; u
 /** Closes what a handle holds (a workspace's or kern's descriptor, a parked
  * box's copy of its channel); false, closing nothing, once it is closed
  * (by JS, or by the environment's teardown). */
-export function wsClose(handle: WorkspaceHandle | KernHandle | ParkedBox): boolean;
+export function wsClose(handle: WorkspaceHandle | KernHandle | ParkedBox | TtyHandle): boolean;
 /** As wsClose, but the close runs on a detached thread of its own (the last
  * descriptor of a removed workspace: freeing its blocks may wait on the disk). */
 export function wsCloseLater(root: WorkspaceHandle): boolean;

@@ -160,6 +160,13 @@ static void exec_failed(const char *cmd, int errnum, const char *apparmor) {
  * namespace ends everything at the end. Outside one (the test double) it
  * stays in kern's process group, which the host kills at a deadline, and
  * dies with the init. */
+/* --tty: a step of the terminal's set-up failed, in the workload's
+ * process: said on its stderr (kern's, or the terminal once it is fd 2). */
+static void terminal_failed(const char *what) {
+  dprintf(2, "kern: sandbox setup failed: ks-init: terminal: %s: %s\n", what, strerror(errno));
+  fail_start(KS_INIT_SETUP_FAILED);
+}
+
 /* TERM=xterm-256color in the environment the workload's exec gets, in the
  * place of the one kern set (or added). */
 static void put_term(void) {
@@ -175,7 +182,7 @@ static void put_term(void) {
   }
   env = malloc((n + 2) * sizeof *env);
   if (env == NULL)
-    fail_start(KS_INIT_SETUP_FAILED);
+    terminal_failed("TERM");
   if (n > 0)
     memcpy(env, environ, n * sizeof *env);
   env[n] = term;
@@ -188,11 +195,13 @@ static void put_term(void) {
  * already; outside a PID namespace it makes one, and its PDEATHSIG still
  * ties it to the init), and its stdin, stdout and stderr. */
 static void take_terminal(int fd, bool pid1) {
-  if ((!pid1 && setsid() < 0) || ioctl(fd, TIOCSCTTY, 0L) < 0)
-    fail_start(KS_INIT_SETUP_FAILED);
+  if (!pid1 && setsid() < 0)
+    terminal_failed("setsid");
+  if (ioctl(fd, TIOCSCTTY, 0L) < 0)
+    terminal_failed("TIOCSCTTY");
   for (int i = 0; i < 3; i++) {
     if (dup2(fd, i) < 0)
-      fail_start(KS_INIT_SETUP_FAILED);
+      terminal_failed("dup2");
   }
   if (!keep_term)
     put_term();

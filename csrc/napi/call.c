@@ -140,7 +140,9 @@ static void ks__drop_started_fd(const struct ks_napi_msg *msg) {
     (void) close((int) msg->len - 1);
 }
 
-/* One of the call's event callbacks (onStdin(gone), onStarted(stdoutFd)). */
+/* One of the call's event callbacks (onStdin(gone), onStarted(stdoutFd)).
+ * onStarted owns the descriptor only once it returned true: one that threw,
+ * or could not run (a Worker being torn down), leaves it to be closed here. */
 static void ks__deliver_event(napi_env env, struct ks_napi_msg *msg) {
   bool started = msg->kind == KS_NAPI_MSG_STARTED;
   napi_ref ref = started ? msg->run->on_started : msg->run->on_stdin;
@@ -168,6 +170,13 @@ static void ks__deliver_event(napi_env env, struct ks_napi_msg *msg) {
   if (napi_call_function(env, undefined, cb, 1, &arg, &ignored) != napi_ok) {
     napi_value exception;
     (void) napi_get_and_clear_last_exception(env, &exception);
+    ks__drop_started_fd(msg);
+    return;
+  }
+  if (started && msg->len > 0) {
+    bool owned = false;
+    if (napi_get_value_bool(env, ignored, &owned) != napi_ok || !owned)
+      ks__drop_started_fd(msg);
   }
 }
 

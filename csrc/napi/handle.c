@@ -23,6 +23,7 @@ static const napi_type_tag ks__tags[KS_HANDLE_KINDS] = {
     {0x6b735f68616e646cULL, 0x655f6b65726e5f5fULL},
     {0x6b735f68616e646cULL, 0x655f7061726b6564ULL},
     {0x6b735f68616e646cULL, 0x655f666565645f5fULL},
+    {0x6b735f68616e646cULL, 0x655f7474795f5f5fULL},
 };
 
 static const char *const ks__names[KS_HANDLE_KINDS] = {
@@ -30,6 +31,7 @@ static const char *const ks__names[KS_HANDLE_KINDS] = {
     "a kern handle (kernOpen)",
     "a parked box's handle (parkBox)",
     "a stdin handle (stdinOpen)",
+    "a terminal handle (ptyPair)",
 };
 
 static void ks__finalize(napi_env env, void *data, void *hint) {

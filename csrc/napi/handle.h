@@ -1,6 +1,6 @@
 /* The handles the addon gives JS in the place of descriptor numbers: a
- * session's workspace (wsOpen), its kern (kernOpen) and a parked box
- * (parkBox). Each is a plain object, type-tagged by its kind
+ * session's workspace (wsOpen), its kern (kernOpen), a parked box
+ * (parkBox) and a terminal (ptyPair). Each is a plain object, type-tagged by its kind
  * (napi_type_tag_object) and wrapping what it names; every native that
  * takes one checks its kind (a TypeError that names the kind expected) and
  * that it is still open (a Node-shaped EBADF). A descriptor a handle names
@@ -20,6 +20,7 @@ enum ks_handle_kind {
   KS_HANDLE_PARKED,    /* parkBox: its park key, and the caller's copy of its channel (or none) */
   KS_HANDLE_FEED,      /* stdinOpen: a call's stdin feed (no descriptor; feed.h),
                         * one reference held until the handle is collected */
+  KS_HANDLE_TTY,       /* ptyPair: a process's terminal's master, for ttyResize */
   KS_HANDLE_KINDS
 };
 /* For ks_handle_release: a handle of any kind. */

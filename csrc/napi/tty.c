@@ -1,9 +1,10 @@
 /* A process's terminal (lib/process.js, `pty`): ptyPair(cols, rows) opens
- * a pty on the host and gives [slaveFd, masterFd, controlFd]: the slave for
+ * a pty on the host and gives [slaveFd, masterFd, control]: the slave for
  * the box (BoxOptions.stdinFd; the workload's controlling terminal), the
  * master for the engine (BoxOptions.ttyFd; it reads the output and writes
- * the input there), and a second descriptor of the master that stays on
- * this thread for ttyResize(controlFd, cols, rows) until the process ends.
+ * the input there), and a handle on a second descriptor of the master for
+ * ttyResize(control, cols, rows), closed with wsClose() when the process
+ * ends, or by the environment's teardown (a terminated Worker).
  * The box never gets a master: only the slave, as kern's own `-t` gives a
  * box, with the size set before the workload can read it. */
 #define _GNU_SOURCE
@@ -16,6 +17,7 @@
 #include <unistd.h>
 
 #include "addon.h"
+#include "handle.h"
 #include "util.h"
 #include "../core/util.h"
 
@@ -48,7 +50,7 @@ static bool ks__size_args(napi_env env, napi_callback_info info, size_t want, na
   if (argc != want) {
     napi_throw_type_error(env, "ERR_INVALID_ARG_TYPE",
                           want == 2 ? "kern-sandbox: ptyPair(cols, rows) takes 2 arguments"
-                                    : "kern-sandbox: ttyResize(fd, cols, rows) takes 3 arguments");
+                                    : "kern-sandbox: ttyResize(control, cols, rows) takes 3 arguments");
     return false;
   }
   ws->ws_xpixel = ws->ws_ypixel = 0;
@@ -75,9 +77,14 @@ static napi_value ks__pty_pair(napi_env env, napi_callback_info info) {
   napi_value v;
   struct ks_err err;
   const char *syscall = "open";
+  struct ks_addon *addon = NULL;
 
   if (!ks__size_args(env, info, 2, argv, &ws))
     return NULL;
+  if (napi_get_instance_data(env, (void **) &addon) != napi_ok) {
+    ks_napi_throw_last(env);
+    return NULL;
+  }
   fds[1] = open("/dev/ptmx", O_RDWR | O_NOCTTY | O_CLOEXEC | O_NONBLOCK);
   if (fds[1] >= 0) {
     syscall = "ioctl";
@@ -102,10 +109,15 @@ static napi_value ks__pty_pair(napi_env env, napi_callback_info info) {
   }
   if (napi_create_array_with_length(env, 3, &out) != napi_ok)
     goto fail;
-  for (uint32_t i = 0; i < 3; i++) {
+  for (uint32_t i = 0; i < 2; i++) {
     if (napi_create_int32(env, fds[i], &v) != napi_ok || napi_set_element(env, out, i, v) != napi_ok)
       goto fail;
   }
+  /* The handle takes the control descriptor whatever happens. */
+  v = ks_handle_new(env, addon, KS_HANDLE_TTY, fds[2], NULL, 0);
+  fds[2] = -1;
+  if (v == NULL || napi_set_element(env, out, 2, v) != napi_ok)
+    goto fail;
   return out;
 fail:
   for (int i = 0; i < 3; i++)
@@ -119,15 +131,18 @@ fail:
 static napi_value ks__tty_resize(napi_env env, napi_callback_info info) {
   napi_value argv[3];
   struct winsize ws;
-  int32_t fd;
+  int fd;
   struct ks_err err;
+  struct ks_addon *addon = NULL;
 
   if (!ks__size_args(env, info, 3, argv, &ws))
     return NULL;
-  if (napi_get_value_int32(env, argv[0], &fd) != napi_ok || fd < 0) {
-    napi_throw_type_error(env, "ERR_INVALID_ARG_TYPE", "kern-sandbox: ttyResize() takes a descriptor");
+  if (napi_get_instance_data(env, (void **) &addon) != napi_ok) {
+    ks_napi_throw_last(env);
     return NULL;
   }
+  if (!ks_handle_fd(env, addon, argv[0], KS_HANDLE_TTY, "ttyResize", &fd))
+    return NULL;
   if (ioctl(fd, TIOCSWINSZ, &ws) < 0) {
     ks_err_set(&err, errno, "ioctl", NULL);
     ks_napi_throw_system(env, &err);

@@ -46,6 +46,25 @@ describe("integration: processes with a real kern (issue 33)", function () {
     }
   });
 
+  it("stdout across the handover to the JS thread: every byte once, in order (cold and prewarmed)", async function () {
+    let want = "";
+    for (let i = 1; i <= 300000; i++) want += `${i}\n`;
+    for (const prewarm of [0, 1]) {
+      await kern.withSandbox({ prewarm }, async (s) => {
+        if (prewarm) {
+          await s.run(["true"]);
+          await h.poolReady(s);
+        }
+        const p = await s.spawn(["seq", "1", "300000"], { stdin: false, keepBytes: 8 << 20 });
+        const chunks = [];
+        p.stdout.on("data", (c) => chunks.push(c));
+        assert.strictEqual((await p.wait()).exitCode, 0);
+        await new Promise((resolve) => p.stdout.once("end", resolve));
+        assert.strictEqual(Buffer.concat(chunks).toString(), want, `prewarm ${prewarm}`);
+      });
+    }
+  });
+
   it("kill() reaches the workload's process group through the init; no fault", async function () {
     await kern.withSandbox({ prewarm: 0 }, async (s) => {
       const p = await s.spawn(["sh", "-c",

@@ -159,6 +159,15 @@ function terminalCases(sandbox, { real = false } = {}) {
     assert.strictEqual((await a.wait()).fault?.type, "timeout");
     b.kill("SIGKILL");
     await b.wait();
+    // An abort, and a session's close() under a live terminal.
+    const ac = new AbortController();
+    const c = await s.spawn(SHELL, { pty: true, env: SHELL_ENV, signal: ac.signal });
+    ac.abort();
+    await assert.rejects(c.wait(), { name: "AbortError" });
+    const other = await new (s.constructor)({ prewarm: 0 }).open();
+    const d = await other.spawn(SHELL, { pty: true, env: SHELL_ENV });
+    await other.close();
+    assert.strictEqual(d.exited, true);
     await h.settledFds();
     assert.deepStrictEqual(ptyFds(), before);
   });
@@ -185,16 +194,29 @@ function terminalCases(sandbox, { real = false } = {}) {
   });
 
   it("F3: a terminal query (DSR, DA) gets no answer from the host: the box's read times out", async function () {
-    const p = await sandbox().spawn(["bash", "-c",
-      "stty -echo; printf '\\033[6n\\033[c'; if read -rs -t 1 -d R answer; then echo answered; else echo none; fi"],
-    { pty: true, timeoutS: 30 });
+    const query = ["bash", "-c",
+      "stty -echo; printf '\\033[6n\\033[c'; if read -rs -t 1 -d R answer; then echo answered; else echo none; fi"];
+    const p = await sandbox().spawn(query, { pty: true, timeoutS: 30 });
     const r = await p.wait();
     assert.strictEqual(r.exitCode, 0);
     assert.match(r.stdout, /\x1b\[6n\x1b\[cnone\r\n$/);
+    // Positive control: an answer typed into the terminal is read.
+    const q = collect(await sandbox().spawn(query, { pty: true, timeoutS: 30 }));
+    await until(q.stdout, () => q.out.includes("\x1b[c"), 20000);
+    q.stdin.write("\x1b[1;1R");
+    const a = await q.wait();
+    assert.match(a.stdout, /answered\r\n$/);
   });
 
   it("F3: TIOCSTI injects only into the box's own session; another session cannot take the terminal", async function () {
     if (!python()) return h.skipHost(this, "no python3 on this host for the double to run");
+    let legacy = "1";
+    try {
+      legacy = fs.readFileSync("/proc/sys/dev/tty/legacy_tiocsti", "utf8").trim();
+    } catch {
+      // Before Linux 6.2 there is no switch: TIOCSTI works on one's own terminal.
+    }
+    if (legacy === "0") return h.skipHost(this, "TIOCSTI is off on this kernel (dev.tty.legacy_tiocsti=0)");
     const code = [
       "import fcntl, os, sys, termios",
       // Positive control: the workload's own terminal takes injected keys,
