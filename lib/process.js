@@ -45,6 +45,9 @@ const PTY_DIM_MAX = 65535;
 // between our choice and its bind.
 const PUBLISH_ATTEMPTS = 3;
 const WAIT_PORT_DEFAULT_S = 30;
+// The most the end's drain of a handed stdout reads (a pipe holds 1 MiB at
+// most as the engine grows it).
+const DRAIN_MAX = 16 * 1024 * 1024;
 
 let nextId = 1;
 
@@ -55,7 +58,7 @@ class BoxProcess extends EventEmitter {
   #started; // resolves spawn()
   #onStart = null;
   #flush = null; // what a stream filter still holds, out before the streams end
-  #tty; // { cols, rows, keepTerm } for a terminal, or null
+  #tty; // { cols, rows } for a terminal, or null
   #ttyControl = null; // this attempt's handle on its pty's master (resize)
   #pipe = null; // { sock, fd }: the stdout pipe this thread reads from the start on
 
@@ -158,7 +161,7 @@ class BoxProcess extends EventEmitter {
       headBytes: HEAD_BYTES,
       // A terminal's slave goes to the box as a stdin pipe would.
       stdin: this.stdin !== null || tty !== null,
-      tty: tty === null ? null : { keepTerm: tty.keepTerm },
+      tty: tty === null ? null : { cols: tty.cols, rows: tty.rows },
       // A terminal's input goes through the engine (lib/ttystdin.js).
       feed: tty !== null && this.stdin !== null ? this.stdin.feed : null,
       /** A new attempt (a box) under key: { stdinFd, ttyFd }, its stdin
@@ -171,7 +174,12 @@ class BoxProcess extends EventEmitter {
         this.#ttyControl = control;
         return { stdinFd: slave, ttyFd: master };
       },
-      tails: () => ({ stdout: this.stdout.tail().text, stderr: this.stderr.tail().text }),
+      // (At the end: what the handed pipe still holds is read first, so an
+      // AbortError's stdout has it too.)
+      tails: () => {
+        this.#drainStdout();
+        return { stdout: this.stdout.tail().text, stderr: this.stderr.tail().text };
+      },
       /** The workload started; with stdoutFd (handStdout) its stdout pipe,
        * this side's once this returns true (otherwise the addon closes it). */
       onStarted: (stdoutFd) => {
@@ -252,7 +260,9 @@ class BoxProcess extends EventEmitter {
     const { sock, fd } = this.#pipe;
     this.#pipe = null;
     const buf = Buffer.allocUnsafe(64 * 1024);
-    while (!sock.destroyed) {
+    // Bounded: every writer is gone by now in a box, but a writer that is
+    // not (a kern given up on) must not hold this thread.
+    for (let left = DRAIN_MAX; left > 0 && !sock.destroyed; left -= buf.length) {
       let n = 0;
       try {
         n = fs.readSync(fd, buf, 0, buf.length, null);
@@ -352,7 +362,6 @@ function spawnOptions(opts, where) {
   let tty = null;
   if (opts.pty !== undefined && opts.pty !== null && opts.pty !== false) {
     tty = ptySize(opts.pty === true ? PTY_DEFAULT : opts.pty, `${where} options.pty`);
-    tty.keepTerm = opts.env !== undefined && opts.env !== null && Object.prototype.hasOwnProperty.call(opts.env, "TERM");
   }
   return { call, keepBytes, stdin, cwd, ports, publishHost: host, tty };
 }

@@ -507,7 +507,7 @@ class Sandbox {
             bootcache.bootBin(st.initDir, this.#kern, o, (go) => (compileBoot = go), runPackageBox),
             feed !== null)
             : init.coldCommand(command, o.apparmor, feed !== null || proc?.stdin === true, proc !== null,
-              proc?.tty ?? null);
+              proc?.tty ? { keepTerm: Object.hasOwn(o.env, "TERM") } : null);
         argv = [this.#kern, "box", name, ...flags, ...coldCommand];
         stopArgv = [this.#kern, "stop", name];
       }

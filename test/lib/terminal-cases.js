@@ -66,6 +66,14 @@ function terminalCases(sandbox, { real = false } = {}) {
     const d = await (await sandbox().spawn(["sh", "-c", "stty size; echo $TERM"],
       { pty: true, env: { TERM: "vt100" }, stdin: false })).wait();
     assert.strictEqual(d.stdout, "24 80\r\nvt100\r\n");
+    // The session's TERM wins over the default too.
+    const other = await new (sandbox().constructor)({ prewarm: 0, env: { TERM: "dumb" } }).open();
+    try {
+      const e = await (await other.spawn(["sh", "-c", "echo $TERM"], { pty: true, stdin: false })).wait();
+      assert.strictEqual(e.stdout, "dumb\r\n");
+    } finally {
+      await other.close();
+    }
   });
 
   it("resize() delivers SIGWINCH to the foreground process", async function () {
