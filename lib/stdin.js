@@ -155,16 +155,22 @@ class StdinFeed {
     }
   }
 
-  /** buf into the engine, a slice at a time, each once the slot is free. */
-  async #put(buf) {
-    for (let at = 0; at < buf.length && !this.#over(); at += CHUNK) {
-      const piece = at === 0 && buf.length <= CHUNK ? buf : buf.subarray(at, at + CHUNK);
-      while (!this.#over() && !binding.stdinWrite(this.handle, piece)) {
-        await new Promise((resolve) => {
-          this.#wake = resolve;
-        });
-      }
-    }
+  #put(buf) {
+    return feedPut(this.handle, buf, () => this.#over(), () => new Promise((resolve) => {
+      this.#wake = resolve;
+    }));
+  }
+}
+
+/**
+ * buf into the feed handle, a slice of at most STDIN_CHUNK_MAX at a time,
+ * each once the engine's slot is free: slotFree() resolves at the feed's
+ * next onStdin. Stops as soon as over() is true.
+ */
+async function feedPut(handle, buf, over, slotFree) {
+  for (let at = 0; at < buf.length && !over(); at += CHUNK) {
+    const piece = at === 0 && buf.length <= CHUNK ? buf : buf.subarray(at, at + CHUNK);
+    while (!over() && !binding.stdinWrite(handle, piece)) await slotFree();
   }
 }
 
@@ -177,4 +183,4 @@ function asBuffer(value) {
   throw new TypeError("kern-sandbox: a stdin source gave a chunk that is neither bytes nor a string");
 }
 
-module.exports = { StdinFeed };
+module.exports = { StdinFeed, feedPut };

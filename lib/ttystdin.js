@@ -10,8 +10,7 @@
 const { Writable } = require("stream");
 const binding = require("./binding");
 const { epipe } = require("./procstdin");
-
-const CHUNK = binding.STDIN_CHUNK_MAX;
+const { feedPut } = require("./stdin");
 
 class TtyStdin extends Writable {
   #wake = null; // resolves the wait for the engine's slot
@@ -64,12 +63,8 @@ class TtyStdin extends Writable {
     if (wake !== null) wake();
   }
 
-  async #put(buf) {
-    for (let at = 0; at < buf.length && !this.#gone; at += CHUNK) {
-      const piece = at === 0 && buf.length <= CHUNK ? buf : buf.subarray(at, at + CHUNK);
-      while (!this.#gone && !binding.stdinWrite(this.feed.handle, piece))
-        await new Promise((resolve) => (this.#wake = resolve));
-    }
+  #put(buf) {
+    return feedPut(this.feed.handle, buf, () => this.#gone, () => new Promise((resolve) => (this.#wake = resolve)));
   }
 }
 

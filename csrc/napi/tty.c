@@ -39,11 +39,14 @@ static bool ks__dim(napi_env env, napi_value v, const char *what, unsigned short
   return false;
 }
 
+/* The arguments (the size last) and the addon; false with an exception
+ * pending. */
 static bool ks__size_args(napi_env env, napi_callback_info info, size_t want, napi_value *argv,
-                          struct winsize *ws) {
+                          struct winsize *ws, struct ks_addon **addon) {
   size_t argc = want;
 
-  if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok) {
+  if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok ||
+      napi_get_instance_data(env, (void **) addon) != napi_ok) {
     ks_napi_throw_last(env);
     return false;
   }
@@ -79,12 +82,8 @@ static napi_value ks__pty_pair(napi_env env, napi_callback_info info) {
   const char *syscall = "open";
   struct ks_addon *addon = NULL;
 
-  if (!ks__size_args(env, info, 2, argv, &ws))
+  if (!ks__size_args(env, info, 2, argv, &ws, &addon))
     return NULL;
-  if (napi_get_instance_data(env, (void **) &addon) != napi_ok) {
-    ks_napi_throw_last(env);
-    return NULL;
-  }
   fds[1] = open("/dev/ptmx", O_RDWR | O_NOCTTY | O_CLOEXEC | O_NONBLOCK);
   if (fds[1] >= 0) {
     syscall = "ioctl";
@@ -135,12 +134,8 @@ static napi_value ks__tty_resize(napi_env env, napi_callback_info info) {
   struct ks_err err;
   struct ks_addon *addon = NULL;
 
-  if (!ks__size_args(env, info, 3, argv, &ws))
+  if (!ks__size_args(env, info, 3, argv, &ws, &addon))
     return NULL;
-  if (napi_get_instance_data(env, (void **) &addon) != napi_ok) {
-    ks_napi_throw_last(env);
-    return NULL;
-  }
   if (!ks_handle_fd(env, addon, argv[0], KS_HANDLE_TTY, "ttyResize", &fd))
     return NULL;
   if (ioctl(fd, TIOCSWINSZ, &ws) < 0) {
