@@ -41,27 +41,6 @@ function anySignal(a, b) {
   return ac.signal;
 }
 
-/**
- * Registers the tools/call handler with the SDK's Protocol, under the
- * Server's override of setRequestHandler. The request is still parsed with
- * CallToolRequestSchema before the handler (the Protocol's own check); what
- * the override adds is a second parse of the same request and a parse of
- * the handler's result against CallToolResultSchema (plus task results,
- * which a server without the tasks capability never gets: the Protocol
- * refuses them first). Our results are built by render.js and files.js in
- * that schema's shape, and the client parses every result with the same
- * schema itself; the server's re-parse cost some 35-45 us of each call's
- * reply (a cold call, measured in the server). An SDK whose Server has no
- * such parent method gets the Server's registration, as before.
- */
-function onToolsCall(server, handler) {
-  const sdk = loadSdk();
-  const protocolSet = Object.getPrototypeOf(sdk.Server.prototype)?.setRequestHandler;
-  if (typeof protocolSet === "function" && protocolSet !== sdk.Server.prototype.setRequestHandler)
-    protocolSet.call(server, sdk.CallToolRequestSchema, handler);
-  else server.setRequestHandler(sdk.CallToolRequestSchema, handler);
-}
-
 function messageOf(e) {
   if (e && typeof e.code === "string" && e.name === "SandboxError") return `${e.message} (${e.code})`;
   return e && e.message ? e.message : String(e);
@@ -76,9 +55,6 @@ class KernMcpServer {
   #closing = new AbortController();
   #closed = null;
   #seq = 0;
-  #open = null; // the Sandbox once open (null again once closing): an early call needs it at once
-  #earlyCalls = new Map(); // request id -> { cancel, run }: see #early
-  #earlyAborts = new Set(); // the controller of each early call not settled: close() aborts them
 
   constructor(options = {}) {
     if (options === null || typeof options !== "object") throw new TypeError("createMcpServer(options): options must be an object");
@@ -100,7 +76,7 @@ class KernMcpServer {
     this.processes = new ProcessTable(() => this.sandbox(), this.limits);
     this.server = new sdk.Server({ name, version }, { capabilities: { tools: {} }, instructions: INSTRUCTIONS });
     this.server.setRequestHandler(sdk.ListToolsRequestSchema, () => ({ tools: [...this.tools.values()] }));
-    onToolsCall(this.server, (req, extra) => this.#call(req.params, extra));
+    this.server.setRequestHandler(sdk.CallToolRequestSchema, (req, extra) => this.#call(req.params, extra));
     this.server.onclose = () => {
       this.close().catch((e) => process.stderr.write(`kern-sandbox mcp: close: ${e && e.stack}\n`));
     };
@@ -123,10 +99,7 @@ class KernMcpServer {
     if (this.#closing.signal.aborted) return Promise.reject(new Error("the MCP server is closing"));
     if (this.#sbx === null) {
       const sbx = this.#given;
-      this.#sbx = (this.#own ? sbx.open() : Promise.resolve(sbx)).then((open) => {
-        if (!this.#closing.signal.aborted) this.#open = open;
-        return open;
-      }, (e) => {
+      this.#sbx = (this.#own ? sbx.open() : Promise.resolve(sbx)).catch((e) => {
         this.#sbx = null;
         throw e;
       });
@@ -136,62 +109,10 @@ class KernMcpServer {
 
   /** Connects the SDK's server to a transport (stdio, or any the SDK has). */
   async connect(transport) {
-    if ("onearly" in transport) {
-      transport.onearly = (message) => this.#early(message);
-      transport.onflushed = () => this.#dropUnclaimed();
-    }
     await this.server.connect(transport);
   }
 
-  /**
-   * Starts a run_code or run_command call as its line is read, before the
-   * SDK's Protocol dispatches it (lib/mcp/transport.js holds it a turn):
-   * the Protocol's checks and dispatch then run while the box runs. Only a
-   * call the Protocol is certain to hand to #call with these very
-   * arguments: a plain request (the transport checked), params of name and
-   * arguments only (no task, no _meta), arguments the tool takes, an open
-   * Sandbox, no kernel, no other early call of that id. #call takes it up
-   * by the request's id; one the Protocol did not hand over is aborted.
-   */
-  #early(message) {
-    const p = message.params;
-    if (this.#open === null || this.kernelMode || this.#closing.signal.aborted || p === undefined ||
-      (p.name !== "run_code" && p.name !== "run_command") || this.#earlyCalls.has(message.id)) return false;
-    for (const k in p) if (k !== "name" && k !== "arguments") return false;
-    const checked = checkArgs(this.tools.get(p.name), p.arguments);
-    if (checked.error) return false;
-    // One controller, aborted by the request's cancel (#call links it) or by
-    // close(): AbortSignal.any would cost some 50 us before the box.
-    const cancel = new AbortController();
-    this.#earlyAborts.add(cancel);
-    const run = this.handlers[p.name](checked.args, cancel.signal);
-    run.catch(() => {}).finally(() => this.#earlyAborts.delete(cancel)); // #call awaits it, or it was aborted unclaimed
-    this.#earlyCalls.set(message.id, { cancel, run });
-    return true;
-  }
-
-  /** Once the held requests reached the Protocol and its dispatch ran (its
-   * microtasks, before the next turn): aborts any early call it did not hand
-   * to #call. None is expected; this is a guard, not a path. */
-  #dropUnclaimed() {
-    const pending = [...this.#earlyCalls];
-    setImmediate(() => {
-      for (const [id, call] of pending) {
-        if (this.#earlyCalls.get(id) !== call) continue;
-        this.#earlyCalls.delete(id);
-        call.cancel.abort(new Error("the SDK did not dispatch this request"));
-      }
-    });
-  }
-
   async #call(params, extra) {
-    const early = this.#earlyCalls.get(extra.requestId);
-    if (early !== undefined) {
-      this.#earlyCalls.delete(extra.requestId);
-      if (extra.signal.aborted) early.cancel.abort(extra.signal.reason);
-      else extra.signal.addEventListener("abort", () => early.cancel.abort(extra.signal.reason), { once: true });
-      return this.#settle(early.run, extra);
-    }
     const tool = this.tools.get(params.name);
     if (tool === undefined) {
       const { McpError, ErrorCode } = loadSdk();
@@ -201,13 +122,8 @@ class KernMcpServer {
     const checked = checkArgs(tool, params.arguments);
     if (checked.error) return errorResult(checked.error);
     const signal = anySignal(extra.signal, this.#closing.signal);
-    return this.#settle(this.handlers[tool.name](checked.args, signal), extra);
-  }
-
-  /** A call's tool result: its error, unless cancelled, as an isError result. */
-  async #settle(run, extra) {
     try {
-      return await run;
+      return await this.handlers[tool.name](checked.args, signal);
     } catch (e) {
       if (this.#closing.signal.aborted) return errorResult("the MCP server is closing; the call was stopped");
       if (extra.signal.aborted) throw e; // cancelled: the SDK sends no reply
@@ -235,9 +151,7 @@ class KernMcpServer {
   }
 
   async #runCode(a, signal) {
-    // No turn before the box when the Sandbox is open (no await): Node's
-    // stream work (nextTicks) would run first, some 60 us of a cold call.
-    const sbx = this.#open ?? await this.sandbox();
+    const sbx = await this.sandbox();
     const language = a.language ?? "python";
     const opts = { signal, ...(a.timeout_s !== undefined ? { timeoutS: a.timeout_s } : {}) };
     if (this.kernelMode && language === "python") return this.#runCell(sbx, a.code, opts);
@@ -266,7 +180,7 @@ class KernMcpServer {
   }
 
   async #runCommand(a, signal) {
-    const sbx = this.#open ?? await this.sandbox(); // as #runCode
+    const sbx = await this.sandbox();
     const opts = { signal, ...(a.timeout_s !== undefined ? { timeoutS: a.timeout_s } : {}) };
     const r = await sbx.run(["sh", "-c", a.command], opts);
     return renderRun(r, this.#ctx(sbx, "run_command", a.timeout_s));
@@ -281,8 +195,6 @@ class KernMcpServer {
     if (this.#closed === null) {
       this.#closed = (async () => {
         this.#closing.abort(new Error("the MCP server is closing"));
-        this.#open = null;
-        for (const cancel of this.#earlyAborts) cancel.abort(this.#closing.signal.reason);
         this.processes.killAll();
         const kernel = this.#kernel;
         this.#kernel = null;

@@ -15,25 +15,6 @@ const { loadSdk } = require("./sdk");
 
 const DEFAULT_MAX_LINE = 32 * 1024 * 1024;
 
-/**
- * True when value is certainly a JSON-RPC request or notification as the
- * SDK's JSONRPCMessageSchema takes it: "2.0", a string method, an id that
- * is a string or a safe integer (or none), params absent or an object
- * without _meta, and no other key. A strict subset of the schema, checked
- * by hand because the schema's parse (a zod union) costs tens of
- * microseconds of a cold call; anything else (_meta, responses, errors,
- * anything odd) goes to the schema as before. The SDK's Protocol checks
- * every message again with its own schemas before it dispatches it.
- */
-function plainRequest(v) {
-  if (v === null || typeof v !== "object" || Array.isArray(v) || v.jsonrpc !== "2.0" || typeof v.method !== "string")
-    return false;
-  for (const k in v) if (k !== "jsonrpc" && k !== "id" && k !== "method" && k !== "params") return false;
-  if (Object.hasOwn(v, "id") && typeof v.id !== "string" && !Number.isSafeInteger(v.id)) return false;
-  const p = v.params;
-  return p === undefined || (p !== null && typeof p === "object" && !Array.isArray(p) && !Object.hasOwn(p, "_meta"));
-}
-
 class LineTransport {
   #input;
   #output;
@@ -42,7 +23,6 @@ class LineTransport {
   #size = 0;
   #skipping = false; // inside a line that passed the cap
   #closed = false;
-  #queue = null; // messages held behind an early tools/call until the next turn
 
   constructor({ input = process.stdin, output = process.stdout, maxLineBytes = DEFAULT_MAX_LINE } = {}) {
     this.#input = input;
@@ -51,11 +31,6 @@ class LineTransport {
     this.onmessage = undefined;
     this.onerror = undefined;
     this.onclose = undefined;
-    // The server's hooks (lib/mcp/server.js): onearly(message) may start a
-    // tools/call before the Protocol gets it (returns true if it did);
-    // onflushed() runs once such held messages reached the Protocol.
-    this.onearly = undefined;
-    this.onflushed = undefined;
     this.onData = (chunk) => this.#data(chunk);
     this.onEnd = () => this.close();
     this.onStreamError = (e) => {
@@ -109,19 +84,6 @@ class LineTransport {
       this.#reply(null, -32700, `Parse error: ${e.message}`);
       return;
     }
-    if (plainRequest(value)) {
-      // A tools/call the server starts now (onearly returns true) reaches
-      // the SDK's Protocol a turn later, and every message after it queues
-      // behind it in order: the Protocol's dispatch (its schemas, a cold
-      // call's 0.2 ms) then runs while the box runs, not before it starts.
-      if (this.#queue === null && value.method === "tools/call" && this.onearly?.(value) === true) {
-        this.#queue = [value];
-        setImmediate(() => this.#flush());
-        return;
-      }
-      this.#deliver(value);
-      return;
-    }
     const parsed = loadSdk().JSONRPCMessageSchema.safeParse(value);
     if (!parsed.success) {
       const id = value !== null && typeof value === "object" && (typeof value.id === "string" ||
@@ -129,24 +91,8 @@ class LineTransport {
       this.#reply(id, -32600, "Invalid Request: not a JSON-RPC 2.0 request, notification or response");
       return;
     }
-    this.#deliver(parsed.data);
-  }
-
-  #flush() {
-    const queue = this.#queue;
-    this.#queue = null;
-    if (this.#closed) return; // the server's close stops what it started
-    for (const message of queue) this.#deliver(message);
-    this.onflushed?.();
-  }
-
-  #deliver(message) {
-    if (this.#queue !== null) {
-      this.#queue.push(message);
-      return;
-    }
     try {
-      this.onmessage?.(message);
+      this.onmessage?.(parsed.data);
     } catch (e) {
       this.onerror?.(e);
     }
@@ -183,4 +129,4 @@ class LineTransport {
   }
 }
 
-module.exports = { LineTransport, DEFAULT_MAX_LINE, plainRequest };
+module.exports = { LineTransport, DEFAULT_MAX_LINE };
