@@ -485,6 +485,40 @@ describe("fast boxes (issue 16)", function () {
       });
     }
 
+    it("E5: a call aborted in the turn it claimed a prewarmed box (its argv sent from this thread, the " +
+      "claim not yet taken in by the engine) leaves no workload running in the parked box " +
+      "(positive control: the same workload, not aborted, is seen running)", async function () {
+      this.timeout(h.startWait(60000));
+      const s = await new Sandbox({ prewarm: 1 }).open();
+      // A sleep of a duration of its own is the workload's marker (the
+      // double's workload is a host process; a shell around it would leave
+      // the sleep behind when killed).
+      const tag = `30.${crypto.randomInt(1e6, 1e7)}`;
+      const workload = (i) => ["sleep", `${tag}${i}`];
+      try {
+        await ready(s);
+        const control = s.run(workload(99), { signal: AbortSignal.timeout(3000) }).catch((e) => e);
+        assert.ok(await h.waitFor(() => h.processesWith(`${tag}99`).length > 0, 3000),
+          "positive control: the workload is seen running");
+        assert.strictEqual((await control).name, "AbortError");
+        let claimed = 0;
+        for (let i = 0; i < 20; i++) {
+          await ready(s);
+          const ac = new AbortController();
+          const p = s.run(workload(i), { signal: ac.signal });
+          claimed += s[POOL_STATS]().ready === 0 ? 1 : 0; // the call took the parked box
+          ac.abort();
+          assert.strictEqual((await p.catch((e) => e)).name, "AbortError");
+        }
+        assert.strictEqual(claimed, 20, "every call claimed the parked box");
+        // Still open: only the engine's kill of the claimed box ends them.
+        assert.ok(await h.waitFor(() => h.processesWith(tag).length === 0, 3000),
+          `workloads left running: ${JSON.stringify(h.processesWith(tag))}`);
+      } finally {
+        await s.close();
+      }
+    });
+
     it("leak census 0 after 300 mixed prewarmed calls with random aborts and closes",
       async function () {
         this.timeout(h.startWait(180000));

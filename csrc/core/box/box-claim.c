@@ -295,6 +295,22 @@ static void ks__kern_attach(struct ks_sup *sup, struct ks_box *box, struct ks_bo
   }
 }
 
+/* A claiming call cancelled before the loop took it in. An exec claim's
+ * argv may have reached its parked box from the JS thread (claimSend)
+ * before the claim did, so that box may be running the workload for a call
+ * that will never take it over: it is killed, as a recycled box is. (A
+ * Python claim sends its RUN only at the takeover; its box goes too, which
+ * costs the pool one refill, on a path only an abort takes.) */
+void ks__claim_cancelled(struct ks_sup *sup, const struct ks_box *box) {
+  struct ks_box *p;
+
+  if (box->req.claim_key == 0)
+    return;
+  p = ks__find_parked(sup, box->req.claim_key);
+  if (p != NULL && p->state == KS_BOX_PARKED)
+    ks__kill_box(sup, p, ks_now_ns(), false);
+}
+
 /* Runs the claiming call in the parked box of its claim key, if that is
  * still parked: the call takes its kern (ks__kern_attach) and runs from
  * now, its deadline and duration counted from the call. */

@@ -73,6 +73,9 @@ void ks__usage_from_report(struct ks_box *box, const struct ks_init_report *rep)
 void ks__settle_early(struct ks_sup *sup, struct ks_box *box, uint64_t now);
 /* The live prewarm box of this park key, or NULL. */
 struct ks_box *ks__find_parked(struct ks_sup *sup, uint64_t key);
+/* A claiming call cancelled before the loop took it in: kills the parked
+ * box its argv may have reached already. */
+void ks__claim_cancelled(struct ks_sup *sup, const struct ks_box *box);
 /* Runs the claiming call in the kern of the parked box of its claim key,
  * if that is still parked (the kern is attached to the call whole): true;
  * false if it is not (the call then starts cold). */

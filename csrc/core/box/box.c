@@ -341,6 +341,7 @@ void ks__spawn_box(struct ks_sup *sup, struct ks_box *box) {
 
   ks_err_clear(&err);
   if (ks__box_cancelled(sup, box)) {
+    ks__claim_cancelled(sup, box);
     ks_err_set(&err, ECANCELED, "spawn", NULL);
     ks__report_spawn_failure(sup, box, &err);
     return;
