@@ -61,3 +61,57 @@ describe("MCP server: reply bounds (issue 34)", function () {
     assert.match(workspacePath("/etc/passwd").error, /outside the workspace/);
   });
 });
+
+describe("MCP server: the fast paths keep the SDK's checks (issue 34)", function () {
+  let types = null;
+  before(function () {
+    try {
+      types = require("@modelcontextprotocol/sdk/types.js");
+    } catch {
+      this.skip(); // SKIP: @modelcontextprotocol/sdk is not installed
+    }
+  });
+
+  it("the transport's hand check takes only messages JSONRPCMessageSchema takes (a subset)", function () {
+    const { plainRequest } = require("../lib/mcp/transport");
+    const cases = [
+      { jsonrpc: "2.0", id: 1, method: "ping" },
+      { jsonrpc: "2.0", id: "a", method: "tools/call", params: { name: "run_code", arguments: { code: "1" } } },
+      { jsonrpc: "2.0", method: "notifications/initialized" },
+      { jsonrpc: "2.0", id: 1, method: "x", params: { task: { ttl: 1 } } },
+      { jsonrpc: "2.0", id: 1.5, method: "x" }, { jsonrpc: "2.0", id: null, method: "x" },
+      { jsonrpc: "2.0", id: 2 ** 60, method: "x" }, { jsonrpc: "2.0", id: {}, method: "x" },
+      { jsonrpc: "2.0", id: 1, method: "x", params: null }, { jsonrpc: "2.0", id: 1, method: "x", params: [] },
+      { jsonrpc: "2.0", id: 1, method: "x", params: { _meta: 5 } }, { jsonrpc: "2.0", id: 1, method: "x", extra: 1 },
+      { jsonrpc: "2.0", id: 1, result: {} }, { jsonrpc: "1.0", id: 1, method: "x" }, { jsonrpc: "2.0", id: 1, method: 5 },
+      JSON.parse('{"jsonrpc":"2.0","id":1,"method":"x","__proto__":{}}'), [], null, "x",
+    ];
+    let taken = 0;
+    for (const c of cases) {
+      if (!plainRequest(c)) continue;
+      taken++;
+      assert.ok(types.JSONRPCMessageSchema.safeParse(c).success, JSON.stringify(c));
+    }
+    assert.strictEqual(taken, 4); // the positive control: the common messages do take the fast path
+  });
+
+  it("every kind of tool result is a CallToolResult as the client parses it (the server no longer re-parses)", async function () {
+    const { renderRun, errorResult, textResult } = require("../lib/mcp/render");
+    const limits = limitsOf({ streamChars: 50, imagesPerReply: 1 });
+    const ctx = { limits, save: async () => "/workspace/.mcp-output/0-stdout.txt", timeoutS: 5, maxOutputBytes: 100 };
+    const run = (over) => ({ success: true, exitCode: 0, durationMs: 1, stdout: "", stderr: "", results: [], ...over });
+    const results = [
+      await renderRun(run({ stdout: "1\n" }), ctx),
+      await renderRun(run({}), ctx),
+      await renderRun(run({ success: false, exitCode: 1, stderr: "x".repeat(500), truncated: true }), ctx),
+      await renderRun(run({ success: false, fault: { type: "timeout", message: "t" } }), ctx),
+      await renderRun(run({ results: [{ png: Buffer.alloc(3) }, { jpeg: Buffer.alloc(2) }, { text: "t" }] }), ctx),
+      errorResult("bad"), textResult(limits, "hello"),
+    ];
+    for (const r of results) {
+      const parsed = types.CallToolResultSchema.safeParse(r);
+      assert.ok(parsed.success, JSON.stringify(r));
+      assert.deepStrictEqual(parsed.data, r);
+    }
+  });
+});

@@ -41,6 +41,27 @@ function anySignal(a, b) {
   return ac.signal;
 }
 
+/**
+ * Registers the tools/call handler with the SDK's Protocol, under the
+ * Server's override of setRequestHandler. The request is still parsed with
+ * CallToolRequestSchema before the handler (the Protocol's own check); what
+ * the override adds is a second parse of the same request and a parse of
+ * the handler's result against CallToolResultSchema (plus task results,
+ * which a server without the tasks capability never gets: the Protocol
+ * refuses them first). Our results are built by render.js and files.js in
+ * that schema's shape, and the client parses every result with the same
+ * schema itself; the server's re-parse cost some 35-45 us of each call's
+ * reply (a cold call, measured in the server). An SDK whose Server has no
+ * such parent method gets the Server's registration, as before.
+ */
+function onToolsCall(server, handler) {
+  const sdk = loadSdk();
+  const protocolSet = Object.getPrototypeOf(sdk.Server.prototype)?.setRequestHandler;
+  if (typeof protocolSet === "function" && protocolSet !== sdk.Server.prototype.setRequestHandler)
+    protocolSet.call(server, sdk.CallToolRequestSchema, handler);
+  else server.setRequestHandler(sdk.CallToolRequestSchema, handler);
+}
+
 function messageOf(e) {
   if (e && typeof e.code === "string" && e.name === "SandboxError") return `${e.message} (${e.code})`;
   return e && e.message ? e.message : String(e);
@@ -76,7 +97,7 @@ class KernMcpServer {
     this.processes = new ProcessTable(() => this.sandbox(), this.limits);
     this.server = new sdk.Server({ name, version }, { capabilities: { tools: {} }, instructions: INSTRUCTIONS });
     this.server.setRequestHandler(sdk.ListToolsRequestSchema, () => ({ tools: [...this.tools.values()] }));
-    this.server.setRequestHandler(sdk.CallToolRequestSchema, (req, extra) => this.#call(req.params, extra));
+    onToolsCall(this.server, (req, extra) => this.#call(req.params, extra));
     this.server.onclose = () => {
       this.close().catch((e) => process.stderr.write(`kern-sandbox mcp: close: ${e && e.stack}\n`));
     };

@@ -15,6 +15,25 @@ const { loadSdk } = require("./sdk");
 
 const DEFAULT_MAX_LINE = 32 * 1024 * 1024;
 
+/**
+ * True when value is certainly a JSON-RPC request or notification as the
+ * SDK's JSONRPCMessageSchema takes it: "2.0", a string method, an id that
+ * is a string or a safe integer (or none), params absent or an object
+ * without _meta, and no other key. A strict subset of the schema, checked
+ * by hand because the schema's parse (a zod union) costs tens of
+ * microseconds of a cold call; anything else (_meta, responses, errors,
+ * anything odd) goes to the schema as before. The SDK's Protocol checks
+ * every message again with its own schemas before it dispatches it.
+ */
+function plainRequest(v) {
+  if (v === null || typeof v !== "object" || Array.isArray(v) || v.jsonrpc !== "2.0" || typeof v.method !== "string")
+    return false;
+  for (const k in v) if (k !== "jsonrpc" && k !== "id" && k !== "method" && k !== "params") return false;
+  if (Object.hasOwn(v, "id") && typeof v.id !== "string" && !Number.isSafeInteger(v.id)) return false;
+  const p = v.params;
+  return p === undefined || (p !== null && typeof p === "object" && !Array.isArray(p) && !Object.hasOwn(p, "_meta"));
+}
+
 class LineTransport {
   #input;
   #output;
@@ -84,6 +103,10 @@ class LineTransport {
       this.#reply(null, -32700, `Parse error: ${e.message}`);
       return;
     }
+    if (plainRequest(value)) {
+      this.#deliver(value);
+      return;
+    }
     const parsed = loadSdk().JSONRPCMessageSchema.safeParse(value);
     if (!parsed.success) {
       const id = value !== null && typeof value === "object" && (typeof value.id === "string" ||
@@ -91,8 +114,12 @@ class LineTransport {
       this.#reply(id, -32600, "Invalid Request: not a JSON-RPC 2.0 request, notification or response");
       return;
     }
+    this.#deliver(parsed.data);
+  }
+
+  #deliver(message) {
     try {
-      this.onmessage?.(parsed.data);
+      this.onmessage?.(message);
     } catch (e) {
       this.onerror?.(e);
     }
@@ -129,4 +156,4 @@ class LineTransport {
   }
 }
 
-module.exports = { LineTransport, DEFAULT_MAX_LINE };
+module.exports = { LineTransport, DEFAULT_MAX_LINE, plainRequest };
