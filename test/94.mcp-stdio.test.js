@@ -64,6 +64,45 @@ describe("MCP server: stdio, lifecycle and the CLI (issue 34)", function () {
       }
     });
 
+  it("a call started as its line is read (before the SDK dispatches it): a cancel in the same write kills it; " +
+    "a task-augmented or _meta call is left to the SDK", async function () {
+    const s = raw();
+    try {
+      await s.init();
+      const call = (id, name, args, extra = {}) => `${JSON.stringify({ jsonrpc: "2.0", id, method: "tools/call",
+        params: { name, arguments: args, ...extra } })}\n`;
+      // The Sandbox is open after a first call: the early path needs it.
+      s.send(call(1, "run_code", { code: "print(1)" }));
+      assert.match((await s.next((m) => m.id === 1)).result.content[0].text, /stdout ---\n1\n/);
+      const ws = await workspaceOf(s.send, s.next, 2);
+      // The call and its cancel in one write: the cancel is held behind the
+      // early call and reaches the SDK after it; the box is killed, the
+      // request gets no reply, and the ping behind both is answered.
+      const marker = `early-${crypto.randomBytes(4).toString("hex")}`;
+      s.send(call(3, "run_command", { command: `echo ${marker} > /dev/null; sleep 30` }) +
+        `${JSON.stringify({ jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: 3 } })}\n` +
+        `${JSON.stringify({ jsonrpc: "2.0", id: 4, method: "ping" })}\n`);
+      assert.deepStrictEqual((await s.next((m) => m.id === 4)).result, {});
+      assert.ok(await h.waitFor(() => h.processesWith(marker).length === 0, 5000), "the cancelled box is gone");
+      // A task-augmented call (no tasks capability) and one with _meta are
+      // not started early: the SDK refuses the first, and its code never runs.
+      s.send(call(5, "run_command", { command: "touch task-ran" }, { task: { ttl: 1000 } }));
+      assert.ok((await s.next((m) => m.id === 5)).error, "a task request is refused");
+      s.send(call(6, "run_command", { command: "touch meta-ran" }, { _meta: { progressToken: 1 } }));
+      assert.strictEqual((await s.next((m) => m.id === 6)).result.isError, undefined);
+      // The positive control: the same command, plain, does run.
+      s.send(call(7, "run_command", { command: "touch plain-ran" }));
+      await s.next((m) => m.id === 7);
+      assert.ok(fs.existsSync(path.join(ws, "plain-ran")) && fs.existsSync(path.join(ws, "meta-ran")));
+      assert.ok(!fs.existsSync(path.join(ws, "task-ran")), "the refused task request ran its command");
+      assert.ok(!s.lines.some((l) => JSON.parse(l).id === 3), "the cancelled request got a reply");
+      s.end();
+      assert.deepStrictEqual(await s.exit, { code: 0, signal: null });
+    } finally {
+      s.child.kill("SIGKILL");
+    }
+  });
+
   it("negotiates each protocol revision the SDK supports; an unknown one gets the latest", async function () {
     const { SUPPORTED_PROTOCOL_VERSIONS, LATEST_PROTOCOL_VERSION } = require("@modelcontextprotocol/sdk/types.js");
     for (const asked of [...SUPPORTED_PROTOCOL_VERSIONS, "1999-01-01"]) {

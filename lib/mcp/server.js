@@ -76,6 +76,8 @@ class KernMcpServer {
   #closing = new AbortController();
   #closed = null;
   #seq = 0;
+  #open = null; // the Sandbox once open: an early call needs it at once
+  #earlyCalls = new Map(); // request id -> { cancel, run }: see #early
 
   constructor(options = {}) {
     if (options === null || typeof options !== "object") throw new TypeError("createMcpServer(options): options must be an object");
@@ -120,7 +122,10 @@ class KernMcpServer {
     if (this.#closing.signal.aborted) return Promise.reject(new Error("the MCP server is closing"));
     if (this.#sbx === null) {
       const sbx = this.#given;
-      this.#sbx = (this.#own ? sbx.open() : Promise.resolve(sbx)).catch((e) => {
+      this.#sbx = (this.#own ? sbx.open() : Promise.resolve(sbx)).then((open) => {
+        this.#open = open;
+        return open;
+      }, (e) => {
         this.#sbx = null;
         throw e;
       });
@@ -130,10 +135,60 @@ class KernMcpServer {
 
   /** Connects the SDK's server to a transport (stdio, or any the SDK has). */
   async connect(transport) {
+    if ("onearly" in transport) {
+      transport.onearly = (message) => this.#early(message);
+      transport.onflushed = () => this.#dropUnclaimed();
+    }
     await this.server.connect(transport);
   }
 
+  /**
+   * Starts a run_code or run_command call as its line is read, before the
+   * SDK's Protocol dispatches it (lib/mcp/transport.js holds it a turn):
+   * the Protocol's checks and dispatch then run while the box runs. Only a
+   * call the Protocol is certain to hand to #call with these very
+   * arguments: a plain request (the transport checked), params of name and
+   * arguments only (no task, no _meta), arguments the tool takes, an open
+   * Sandbox, no kernel, no other early call of that id. #call takes it up
+   * by the request's id; one the Protocol did not hand over is aborted.
+   */
+  #early(message) {
+    const p = message.params;
+    if (this.#open === null || this.kernelMode || this.#closing.signal.aborted || p === undefined ||
+      (p.name !== "run_code" && p.name !== "run_command") || this.#earlyCalls.has(message.id)) return false;
+    for (const k in p) if (k !== "name" && k !== "arguments") return false;
+    const checked = checkArgs(this.tools.get(p.name), p.arguments);
+    if (checked.error) return false;
+    const cancel = new AbortController();
+    const signal = anySignal(cancel.signal, this.#closing.signal);
+    const run = this.handlers[p.name](checked.args, signal);
+    run.catch(() => {}); // #call awaits it, or it was aborted unclaimed
+    this.#earlyCalls.set(message.id, { cancel, run });
+    return true;
+  }
+
+  /** Once the held requests reached the Protocol and its dispatch ran (its
+   * microtasks, before the next turn): aborts any early call it did not hand
+   * to #call. None is expected; this is a guard, not a path. */
+  #dropUnclaimed() {
+    const pending = [...this.#earlyCalls];
+    setImmediate(() => {
+      for (const [id, call] of pending) {
+        if (this.#earlyCalls.get(id) !== call) continue;
+        this.#earlyCalls.delete(id);
+        call.cancel.abort(new Error("the SDK did not dispatch this request"));
+      }
+    });
+  }
+
   async #call(params, extra) {
+    const early = this.#earlyCalls.get(extra.requestId);
+    if (early !== undefined) {
+      this.#earlyCalls.delete(extra.requestId);
+      if (extra.signal.aborted) early.cancel.abort(extra.signal.reason);
+      else extra.signal.addEventListener("abort", () => early.cancel.abort(extra.signal.reason), { once: true });
+      return this.#settle(early.run, extra);
+    }
     const tool = this.tools.get(params.name);
     if (tool === undefined) {
       const { McpError, ErrorCode } = loadSdk();
@@ -143,8 +198,13 @@ class KernMcpServer {
     const checked = checkArgs(tool, params.arguments);
     if (checked.error) return errorResult(checked.error);
     const signal = anySignal(extra.signal, this.#closing.signal);
+    return this.#settle(this.handlers[tool.name](checked.args, signal), extra);
+  }
+
+  /** A call's tool result: its error, unless cancelled, as an isError result. */
+  async #settle(run, extra) {
     try {
-      return await this.handlers[tool.name](checked.args, signal);
+      return await run;
     } catch (e) {
       if (this.#closing.signal.aborted) return errorResult("the MCP server is closing; the call was stopped");
       if (extra.signal.aborted) throw e; // cancelled: the SDK sends no reply

@@ -42,6 +42,7 @@ class LineTransport {
   #size = 0;
   #skipping = false; // inside a line that passed the cap
   #closed = false;
+  #queue = null; // messages held behind an early tools/call until the next turn
 
   constructor({ input = process.stdin, output = process.stdout, maxLineBytes = DEFAULT_MAX_LINE } = {}) {
     this.#input = input;
@@ -50,6 +51,11 @@ class LineTransport {
     this.onmessage = undefined;
     this.onerror = undefined;
     this.onclose = undefined;
+    // The server's hooks (lib/mcp/server.js): onearly(message) may start a
+    // tools/call before the Protocol gets it (returns true if it did);
+    // onflushed() runs once such held messages reached the Protocol.
+    this.onearly = undefined;
+    this.onflushed = undefined;
     this.onData = (chunk) => this.#data(chunk);
     this.onEnd = () => this.close();
     this.onStreamError = (e) => {
@@ -104,6 +110,15 @@ class LineTransport {
       return;
     }
     if (plainRequest(value)) {
+      // A tools/call the server starts now (onearly returns true) reaches
+      // the SDK's Protocol a turn later, and every message after it queues
+      // behind it in order: the Protocol's dispatch (its schemas, a cold
+      // call's 0.2 ms) then runs while the box runs, not before it starts.
+      if (this.#queue === null && value.method === "tools/call" && this.onearly?.(value) === true) {
+        this.#queue = [value];
+        setImmediate(() => this.#flush());
+        return;
+      }
       this.#deliver(value);
       return;
     }
@@ -117,7 +132,19 @@ class LineTransport {
     this.#deliver(parsed.data);
   }
 
+  #flush() {
+    const queue = this.#queue;
+    this.#queue = null;
+    if (this.#closed) return; // the server's close stops what it started
+    for (const message of queue) this.#deliver(message);
+    this.onflushed?.();
+  }
+
   #deliver(message) {
+    if (this.#queue !== null) {
+      this.#queue.push(message);
+      return;
+    }
     try {
       this.onmessage?.(message);
     } catch (e) {
