@@ -12,6 +12,7 @@ const MECHANISMS = Object.freeze({
   "direct-cells": "a kernel's cell sent by the submitting thread (ks_sup_send_cell); off: every cell through the engine's thread",
   "claim-send": "a claim's SPEC frame sent by the claiming thread (claimSend) to the parked exec box; off: by the engine's thread at the takeover",
   "hand-stdout": "a process's stdout read by the JS thread itself from its start (BoxOptions.handStdout); off: through the engine's thread",
+  "mcp-early": "a plain run_code/run_command answered by the MCP server itself as its line is read (lib/mcp/server.js #early); off: through the SDK's Protocol",
 });
 
 /** The set of names in list (a comma list; blanks ignored); throws on one

@@ -83,6 +83,38 @@ const PROBE = `
     out.bin = fs.existsSync(path.join(dir, bootcache.binName(process.env.KERN_BIN, image)));
     out.initBinary = init.INIT_BINARY;
     out.init = fs.readFileSync(path.join(dir, "ks-init")).toString("base64");
+    // mcp-early: tools/call requests that reached the SDK's Protocol, of two
+    // run_command calls (the first opens the server's Sandbox, and an
+    // early call needs it open), and their replies.
+    const { PassThrough } = require("stream");
+    const { createMcpServer, LineTransport } = require(repo + "/lib/mcp");
+    const input = new PassThrough();
+    const output = new PassThrough();
+    const t = new LineTransport({ input, output });
+    const srv = createMcpServer({ prewarm: 1 });
+    await srv.connect(t);
+    const deliver = t.onmessage;
+    out.mcpViaSdk = 0;
+    t.onmessage = (m) => (m.method === "tools/call" && out.mcpViaSdk++, deliver(m));
+    let text = "";
+    output.on("data", (d) => { text += d; });
+    const reply = async (id) => {
+      for (;;) {
+        const m = text.split("\\n").filter(Boolean).map((l) => JSON.parse(l)).find((x) => x.id === id);
+        if (m) return m;
+        await sleep(10);
+      }
+    };
+    input.write(JSON.stringify({ jsonrpc: "2.0", id: 0, method: "initialize", params: { protocolVersion: "2025-06-18",
+      capabilities: {}, clientInfo: { name: "probe", version: "0" } } }) + "\\n");
+    await reply(0);
+    for (const id of [1, 2]) {
+      await sleep(300); // the pool's box is up and waiting
+      input.write(JSON.stringify({ jsonrpc: "2.0", id, method: "tools/call",
+        params: { name: "run_command", arguments: { command: "echo mcp" } } }) + "\\n");
+      out.calls.push([0, (await reply(id)).result.content.map((c) => c.text).join("").includes("mcp\\n") ? "mcp" : text]);
+    }
+    await srv.close();
     out.claims = claims;
     out.directs = directs;
     out.hands = hands;
@@ -99,7 +131,7 @@ function probe(env) {
 }
 
 const CALLS = [[0, "warm\n"], [0, "warm\n"], [0, "warm\n"], [0, "42"], [0, "42"], [0, "42"],
-  [0, "spawned\n"], [0, "cold\n"], [0, "1\n"], [0, "1\n"], [0, "1\n"]];
+  [0, "spawned\n"], [0, "cold\n"], [0, "1\n"], [0, "1\n"], [0, "1\n"], [0, "mcp"], [0, "mcp"]];
 
 describe("bench switches (issue 32: the A/B of each speed mechanism)", function () {
   this.timeout(h.startWait(60000));
@@ -123,6 +155,7 @@ describe("bench switches (issue 32: the A/B of each speed mechanism)", function 
     assert.ok(o.claims >= 1, `claimSend calls: ${o.claims}`);
     assert.ok(o.directs >= 1, `cells sent from the JS thread: ${o.directs}`);
     assert.strictEqual(o.hands, 1, "the process's stdout handed to the JS thread");
+    assert.strictEqual(o.mcpViaSdk, 1, "the second tools/call answered by the MCP server itself");
     assert.strictEqual(o.bin, true, "the boot's bytecode");
     assert.strictEqual(o.initBinary, built);
     assert.strictEqual(o.init, fs.readFileSync(built).toString("base64"));
@@ -136,6 +169,7 @@ describe("bench switches (issue 32: the A/B of each speed mechanism)", function 
     assert.strictEqual(o.claims, 0);
     assert.strictEqual(o.directs, 0);
     assert.strictEqual(o.hands, 0);
+    assert.strictEqual(o.mcpViaSdk, 2);
     assert.strictEqual(o.bin, false);
     assert.strictEqual(o.initBinary, glibcInit);
     assert.strictEqual(o.init, fs.readFileSync(glibcInit).toString("base64"));

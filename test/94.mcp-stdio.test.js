@@ -64,7 +64,7 @@ describe("MCP server: stdio, lifecycle and the CLI (issue 34)", function () {
       }
     });
 
-  it("a call started as its line is read (before the SDK dispatches it): a cancel in the same write kills it; " +
+  it("a call the server answers itself as its line is read (no SDK dispatch): a cancel in the same write kills it; " +
     "a task-augmented or _meta call is left to the SDK", async function () {
     const s = raw();
     try {
@@ -75,8 +75,8 @@ describe("MCP server: stdio, lifecycle and the CLI (issue 34)", function () {
       s.send(call(1, "run_code", { code: "print(1)" }));
       assert.match((await s.next((m) => m.id === 1)).result.content[0].text, /stdout ---\n1\n/);
       const ws = await workspaceOf(s.send, s.next, 2);
-      // The call and its cancel in one write: the cancel is held behind the
-      // early call and reaches the SDK after it; the box is killed, the
+      // The call and its cancel in one write: the server answers the call
+      // itself and the cancel finds it there; the box is killed, the
       // request gets no reply, and the ping behind both is answered.
       const marker = `early-${crypto.randomBytes(4).toString("hex")}`;
       s.send(call(3, "run_command", { command: `echo ${marker} > /dev/null; sleep 30` }) +

@@ -14,6 +14,7 @@ const { limitsOf } = require("./bound");
 const { renderRun, errorResult } = require("./render");
 const { writeFileTool, readFileTool, listFilesTool } = require("./files");
 const { ProcessTable } = require("./procs");
+const { isOff } = require("../benchoff");
 
 const OUTPUT_DIR = ".mcp-output";
 // Saved outputs go to this many slots in turn, each overwritten when its
@@ -77,8 +78,8 @@ class KernMcpServer {
   #closed = null;
   #seq = 0;
   #open = null; // the Sandbox once open (null again once closing): an early call needs it at once
-  #earlyCalls = new Map(); // request id -> { cancel, run }: see #early
-  #earlyAborts = new Set(); // the controller of each early call not settled: close() aborts them
+  #transport = null; // the LineTransport, when connected to one: #early replies on it
+  #earlyCalls = new Map(); // request id -> the AbortController of an early call not settled (#early)
 
   constructor(options = {}) {
     if (options === null || typeof options !== "object") throw new TypeError("createMcpServer(options): options must be an object");
@@ -136,62 +137,58 @@ class KernMcpServer {
 
   /** Connects the SDK's server to a transport (stdio, or any the SDK has). */
   async connect(transport) {
-    if ("onearly" in transport) {
+    if ("onearly" in transport && !isOff("mcp-early")) {
+      this.#transport = transport;
       transport.onearly = (message) => this.#early(message);
-      transport.onflushed = () => this.#dropUnclaimed();
     }
     await this.server.connect(transport);
   }
 
   /**
-   * Starts a run_code or run_command call as its line is read, before the
-   * SDK's Protocol dispatches it (lib/mcp/transport.js holds it a turn):
-   * the Protocol's checks and dispatch then run while the box runs. Only a
-   * call the Protocol is certain to hand to #call with these very
-   * arguments: a plain request (the transport checked), params of name and
-   * arguments only (no task, no _meta), arguments the tool takes, an open
-   * Sandbox, no kernel, no other early call of that id. #call takes it up
-   * by the request's id; one the Protocol did not hand over is aborted.
+   * Answers a run_code or run_command call itself, as its line is read,
+   * without the SDK's Protocol: its dispatch (the request's schema checks,
+   * some 0.2 ms of a call on this VM) would run on a core the box needs.
+   * Only a call the Protocol would hand to #call with these very arguments
+   * and nothing else of its request: a plain request (the transport
+   * checked), params of name and arguments only (no task, no _meta, so no
+   * progress and nothing of the tasks capability), arguments the tool takes,
+   * an open Sandbox, no kernel, no other early call of that id. Its
+   * reply is what the Protocol would send: the tool result, an isError
+   * result for a failure, and none once the client cancelled it. A
+   * notifications/cancelled for it aborts it here (the Protocol, which
+   * gets the notification too, knows no such request and ignores it).
+   * Returns true when it took the message.
    */
   #early(message) {
     const p = message.params;
-    if (this.#open === null || this.kernelMode || this.#closing.signal.aborted || p === undefined ||
+    if (message.method === "notifications/cancelled") {
+      const id = p?.requestId;
+      this.#earlyCalls.get(id)?.abort(p.reason === undefined ? new Error("cancelled by the client") : String(p.reason));
+      return false;
+    }
+    if (message.method !== "tools/call" || !Object.hasOwn(message, "id") || this.#open === null ||
+      this.kernelMode || this.#closing.signal.aborted || p === undefined ||
       (p.name !== "run_code" && p.name !== "run_command") || this.#earlyCalls.has(message.id)) return false;
     for (const k in p) if (k !== "name" && k !== "arguments") return false;
     const checked = checkArgs(this.tools.get(p.name), p.arguments);
     if (checked.error) return false;
-    // One controller, aborted by the request's cancel (#call links it) or by
-    // close(): AbortSignal.any would cost some 50 us before the box.
+    // One controller, aborted by the client's cancel or by close():
+    // AbortSignal.any would cost some 50 us before the box.
+    const id = message.id;
     const cancel = new AbortController();
-    this.#earlyAborts.add(cancel);
-    const run = this.handlers[p.name](checked.args, cancel.signal);
-    run.catch(() => {}).finally(() => this.#earlyAborts.delete(cancel)); // #call awaits it, or it was aborted unclaimed
-    this.#earlyCalls.set(message.id, { cancel, run });
+    this.#earlyCalls.set(id, cancel);
+    const reply = (result) => {
+      this.#earlyCalls.delete(id);
+      // Cancelled by the client: no reply, as the Protocol sends none.
+      if (cancel.signal.aborted && !this.#closing.signal.aborted) return;
+      this.#transport.send({ jsonrpc: "2.0", id, result }).catch(() => {});
+    };
+    this.handlers[p.name](checked.args, cancel.signal).then(reply, (e) => reply(errorResult(
+      this.#closing.signal.aborted ? "the MCP server is closing; the call was stopped" : messageOf(e))));
     return true;
   }
 
-  /** Once the held requests reached the Protocol and its dispatch ran (its
-   * microtasks, before the next turn): aborts any early call it did not hand
-   * to #call. None is expected; this is a guard, not a path. */
-  #dropUnclaimed() {
-    const pending = [...this.#earlyCalls];
-    setImmediate(() => {
-      for (const [id, call] of pending) {
-        if (this.#earlyCalls.get(id) !== call) continue;
-        this.#earlyCalls.delete(id);
-        call.cancel.abort(new Error("the SDK did not dispatch this request"));
-      }
-    });
-  }
-
   async #call(params, extra) {
-    const early = this.#earlyCalls.get(extra.requestId);
-    if (early !== undefined) {
-      this.#earlyCalls.delete(extra.requestId);
-      if (extra.signal.aborted) early.cancel.abort(extra.signal.reason);
-      else extra.signal.addEventListener("abort", () => early.cancel.abort(extra.signal.reason), { once: true });
-      return this.#settle(early.run, extra);
-    }
     const tool = this.tools.get(params.name);
     if (tool === undefined) {
       const { McpError, ErrorCode } = loadSdk();
@@ -201,13 +198,8 @@ class KernMcpServer {
     const checked = checkArgs(tool, params.arguments);
     if (checked.error) return errorResult(checked.error);
     const signal = anySignal(extra.signal, this.#closing.signal);
-    return this.#settle(this.handlers[tool.name](checked.args, signal), extra);
-  }
-
-  /** A call's tool result: its error, unless cancelled, as an isError result. */
-  async #settle(run, extra) {
     try {
-      return await run;
+      return await this.handlers[tool.name](checked.args, signal);
     } catch (e) {
       if (this.#closing.signal.aborted) return errorResult("the MCP server is closing; the call was stopped");
       if (extra.signal.aborted) throw e; // cancelled: the SDK sends no reply
@@ -282,7 +274,7 @@ class KernMcpServer {
       this.#closed = (async () => {
         this.#closing.abort(new Error("the MCP server is closing"));
         this.#open = null;
-        for (const cancel of this.#earlyAborts) cancel.abort(this.#closing.signal.reason);
+        for (const cancel of this.#earlyCalls.values()) cancel.abort(this.#closing.signal.reason);
         this.processes.killAll();
         const kernel = this.#kernel;
         this.#kernel = null;

@@ -42,7 +42,6 @@ class LineTransport {
   #size = 0;
   #skipping = false; // inside a line that passed the cap
   #closed = false;
-  #queue = null; // messages held behind an early tools/call until the next turn
 
   constructor({ input = process.stdin, output = process.stdout, maxLineBytes = DEFAULT_MAX_LINE } = {}) {
     this.#input = input;
@@ -51,11 +50,10 @@ class LineTransport {
     this.onmessage = undefined;
     this.onerror = undefined;
     this.onclose = undefined;
-    // The server's hooks (lib/mcp/server.js): onearly(message) may start a
-    // tools/call before the Protocol gets it (returns true if it did);
-    // onflushed() runs once such held messages reached the Protocol.
+    // The server's hook (lib/mcp/server.js): onearly(message) sees each
+    // plain request and notification first, and returns true for a
+    // tools/call it answers itself, which the Protocol then never gets.
     this.onearly = undefined;
-    this.onflushed = undefined;
     this.onData = (chunk) => this.#data(chunk);
     this.onEnd = () => this.close();
     this.onStreamError = (e) => {
@@ -110,16 +108,9 @@ class LineTransport {
       return;
     }
     if (plainRequest(value)) {
-      // A tools/call the server starts now (onearly returns true) reaches
-      // the SDK's Protocol a turn later, and every message after it queues
-      // behind it in order: the Protocol's dispatch (its schemas, a cold
-      // call's 0.2 ms) then runs while the box runs, not before it starts.
-      if (this.#queue === null && value.method === "tools/call" && this.onearly?.(value) === true) {
-        this.#queue = [value];
-        setImmediate(() => this.#flush());
-        return;
-      }
-      this.#deliver(value);
+      // A tools/call the server answers itself (onearly returns true)
+      // never reaches the SDK's Protocol; a cancel of one does, harmlessly.
+      if (this.onearly?.(value) !== true) this.#deliver(value);
       return;
     }
     const parsed = loadSdk().JSONRPCMessageSchema.safeParse(value);
@@ -132,19 +123,7 @@ class LineTransport {
     this.#deliver(parsed.data);
   }
 
-  #flush() {
-    const queue = this.#queue;
-    this.#queue = null;
-    if (this.#closed) return; // the server's close stops what it started
-    for (const message of queue) this.#deliver(message);
-    this.onflushed?.();
-  }
-
   #deliver(message) {
-    if (this.#queue !== null) {
-      this.#queue.push(message);
-      return;
-    }
     try {
       this.onmessage?.(message);
     } catch (e) {
