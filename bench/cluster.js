@@ -36,7 +36,7 @@ function redisCommands(socket) {
 
 /** n bare BullMQ round trips (a no-op job), and n of a job whose worker runs
  * run(["true"]) on a local prewarmed session (wall - its durationMs). */
-async function bareRoundTrips(redis, n, muted, { withBox = true } = {}) {
+async function bareRoundTrips(redis, n, muted, { withBox = true, gapMs = GAP_MS } = {}) {
   const { bullmq } = require("../lib/cluster/peer").peers();
   let out = "";
   const child = await muted(async () => {
@@ -55,12 +55,14 @@ async function bareRoundTrips(redis, n, muted, { withBox = true } = {}) {
   const box = [];
   try {
     for (let i = 0; i < n; i++) {
+      if (gapMs > 0) await h.sleep(gapMs);
       const t0 = process.hrtime.bigint();
       const job = await q.add("noop", { i }, { removeOnComplete: { count: 1000 } });
       await job.waitUntilFinished(events, 10000);
       lat.push(Number(process.hrtime.bigint() - t0) / 1e6);
     }
     for (let i = 0; i < (withBox ? n : 0); i++) {
+      if (gapMs > 0) await h.sleep(gapMs);
       const t0 = process.hrtime.bigint();
       const job = await qb.add("box", { i }, { removeOnComplete: { count: 1000 } });
       const durationMs = await job.waitUntilFinished(eventsb, 10000);
@@ -78,10 +80,19 @@ async function bareRoundTrips(redis, n, muted, { withBox = true } = {}) {
   return lat;
 }
 
-/** wall - durationMs of n back-to-back run(["true"]) on an open session. */
-async function overheads(sbx, n) {
+// The pace of the overhead rows' calls: one at a time, this far apart, so
+// that each call is on a prewarmed box (the session's pool refilled) and no
+// refill of the call before shares the 2 cores with it; the bare baselines
+// are paced the same. (Back to back, every Redis hop of a cluster call ran
+// beside the worker's refill: bench/README.md.)
+const GAP_MS = 30;
+
+/** wall - durationMs of n run(["true"]) on an open session, GAP_MS apart
+ * (gapMs 0: back to back). */
+async function overheads(sbx, n, gapMs = GAP_MS) {
   const out = [];
   for (let i = 0; i < n; i++) {
+    if (gapMs > 0) await h.sleep(gapMs);
     const t0 = process.hrtime.bigint();
     const r = await sbx.run(["true"]);
     out.push(Number(process.hrtime.bigint() - t0) / 1e6 - r.durationMs);
@@ -144,8 +155,8 @@ async function clusterFigures({ row, median, pct, QUICK, loop }) {
       const bare = [];
       const bareBox = [];
       // Warm-up (JIT, the pools, ioredis), not counted.
-      await overheads(there, 100);
-      await overheads(local, 100);
+      await overheads(there, 100, 0);
+      await overheads(local, 100, 0);
       for (let round = 0; round < 3; round++) {
         mine.push(...await overheads(there, n / 3));
         theirs.push(...await overheads(local, n / 3));
@@ -153,10 +164,15 @@ async function clusterFigures({ row, median, pct, QUICK, loop }) {
         bare.push(...b);
         bareBox.push(...b.box);
       }
+      // The same, back to back (informational): the refill of each call's
+      // box runs beside the next call.
+      const b2bMine = await overheads(there, n / 3, 0);
+      const b2bTheirs = await overheads(local, n / 3, 0);
+      const b2bBare = await bareRoundTrips(redis, n / 3, muted, { withBox: false, gapMs: 0 });
       await local.close();
       const commands = () => muted(() => redisCommands(redis.socket));
       const c0 = await commands();
-      await overheads(there, 50);
+      await overheads(there, 50, 0);
       const perSession = (await commands() - c0) / 50;
       const c1 = await commands();
       for (let i = 0; i < 50; i++) await cl.run(["true"]);
@@ -166,12 +182,15 @@ async function clusterFigures({ row, median, pct, QUICK, loop }) {
       const perBare = (await commands() - c2) / 50;
       await there.close();
       const client = median(mine) - median(theirs);
-      row("cluster: client overhead over a local prewarmed session call, p50 (wall - durationMs)",
+      row(`cluster: client overhead over a local prewarmed session call, p50 (wall - durationMs; calls ${GAP_MS} ms apart)`,
         `bare BullMQ no-op round trip: p50 ${median(bare).toFixed(2)} ms, p99 ${pct(bare, 99).toFixed(2)} ms; ` +
         `BullMQ + a local session run(["true"]) in its processor (no kern-sandbox/cluster), over the local call: ` +
         `p50 ${(median(bareBox) - median(theirs)).toFixed(2)} ms, p99 ${pct(bareBox, 99).toFixed(2)} ms`,
         `p50 ${client.toFixed(2)} ms (cluster ${median(mine).toFixed(2)} ms - local ${median(theirs).toFixed(2)} ms)`,
         "<= bare p50 + 1 ms", client <= median(bare) + 1);
+      row("cluster: the same overhead, calls back to back (informational)",
+        `bare BullMQ no-op round trip back to back: p50 ${median(b2bBare).toFixed(2)} ms; local p50 ${median(b2bTheirs).toFixed(2)} ms`,
+        `p50 ${(median(b2bMine) - median(b2bTheirs)).toFixed(2)} ms (cluster ${median(b2bMine).toFixed(2)} ms)`, "-", null);
       // The same call carried by BullMQ to a local Sandbox with none of our
       // code: what the client adds over it (informational, no target).
       row("cluster: client overhead over BullMQ carrying the same session call (no kern-sandbox/cluster), p50",
