@@ -12,6 +12,7 @@ const MECHANISMS = Object.freeze({
   "direct-cells": "a kernel's cell sent by the submitting thread (ks_sup_send_cell); off: every cell through the engine's thread",
   "claim-send": "a claim's SPEC frame sent by the claiming thread (claimSend) to the parked exec box; off: by the engine's thread at the takeover",
   "hand-stdout": "a process's stdout read by the JS thread itself from its start (BoxOptions.handStdout); off: through the engine's thread",
+  "inline-ends": "a box whose end costs next to nothing (little output, no change list but a short one) ends on the supervisor's thread (ks__end_inline); off: every box ends through the scan thread",
   "mcp-early": "a plain run_code/run_command answered by the MCP server itself as its line is read (lib/mcp/server.js #early); off: through the SDK's Protocol",
 });
 
@@ -36,9 +37,17 @@ function parse(list, init) {
 const OFF = parse(process.env.KERN_SANDBOX_BENCH_OFF, process.env.KERN_SANDBOX_BENCH_INIT);
 const INIT = OFF.has("inbox-libc") ? process.env.KERN_SANDBOX_BENCH_INIT : null;
 
+// The switches the engine itself checks (configure()'s benchOff).
+const ENGINE_SWITCHES = ["inline-ends"];
+
+/** The engine's switches that are off, as configure() takes them. */
+function engineOff() {
+  return ENGINE_SWITCHES.filter((name) => OFF.has(name)).join(",");
+}
+
 /** Whether mechanism name is off in this process. */
 function isOff(name) {
   return OFF.has(name);
 }
 
-module.exports = { MECHANISMS, parse, isOff, INIT };
+module.exports = { MECHANISMS, parse, isOff, engineOff, INIT };

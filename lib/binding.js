@@ -7,6 +7,7 @@
 // otherwise the release build, which has no test natives.
 const fs = require("fs");
 const path = require("path");
+const benchoff = require("./benchoff");
 
 /** Whether the ThreadSanitizer runtime is in this process (preloaded). */
 function haveTsanRuntime() {
@@ -57,9 +58,10 @@ const makeRawResult = new Function(...binding.RAW_RESULT_FIELDS,
 // Test switches, read here under Node's environment lock (the addon never
 // calls getenv): KERN_SANDBOX_FORCE_FALLBACK takes the fallback paths a
 // modern kernel does not need, KERN_SANDBOX_TRACKER=0 turns off the inotify
-// change tracker (README, "How this differs").
+// change tracker (README, "How this differs"). The bench switches the
+// engine checks (lib/benchoff.js) go with them.
 binding.configure(process.env.KERN_SANDBOX_FORCE_FALLBACK ?? "",
-  process.env.KERN_SANDBOX_TRACKER ?? "", makeRawResult);
+  process.env.KERN_SANDBOX_TRACKER ?? "", makeRawResult, benchoff.engineOff());
 
 // process.exit() and an uncaught exception end the process without the
 // environment teardown that kills boxes and removes the workspaces sessions

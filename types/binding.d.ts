@@ -313,9 +313,10 @@ export function ttyResize(control: TtyHandle, cols: number, rows: number): void;
 export function watchBegin(watch: WsWatch): BegunWatchCall | null;
 
 /** Test switches from process.env (KERN_SANDBOX_FORCE_FALLBACK, KERN_SANDBOX_TRACKER), read
- * by lib/binding.js: the addon itself never calls getenv(). */
+ * by lib/binding.js: the addon itself never calls getenv(). benchOff: the engine's bench
+ * switches that are off (lib/benchoff.js engineOff(), a comma list such as "inline-ends"). */
 export function configure(forceFallback: string, tracker: string,
-  makeRawResult: (...fields: unknown[]) => RawRunResult): void;
+  makeRawResult: (...fields: unknown[]) => RawRunResult, benchOff: string): void;
 /** The names of RawRunResult's fields, in the order makeRawResult takes them. */
 export const RAW_RESULT_FIELDS: readonly (keyof RawRunResult)[];
 /** The constants lib/ shares with the engine, the init and the interpreter, from their one

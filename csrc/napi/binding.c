@@ -6,6 +6,7 @@
 
 #include <unistd.h>
 
+#include "../core/box/supervisor.h"
 #include "../core/compat.h"
 #include "../core/workspace/wsfs.h"
 #include "../core/workspace/wswatch.h"
@@ -33,7 +34,7 @@ static napi_value ks__host_features(napi_env env, napi_callback_info info) {
   return obj;
 }
 
-/* configure(forceFallback, tracker, makeRawResult), called by lib/binding.js with
+/* configure(forceFallback, tracker, makeRawResult, benchOff), called by lib/binding.js with
  * process.env's values: read there, under Node's own environment lock, not
  * with getenv() here, which would race with a main thread writing
  * process.env while a Worker loads the addon.
@@ -45,7 +46,9 @@ static napi_value ks__host_features(napi_env env, napi_callback_info info) {
  * "0" turns off the per-call change tracking from inotify events, for a full
  * scan before and after every call (for comparison, and for file systems
  * that raise no inotify events). makeRawResult: the function that makes a
- * run's raw outcome from its fields (csrc/napi/run.c). */
+ * run's raw outcome from its fields (csrc/napi/run.c). benchOff
+ * (KERN_SANDBOX_BENCH_OFF, checked by lib/benchoff.js): the engine's speed
+ * mechanisms to run without, for bench/ab.js's A/B. */
 static napi_value ks__configure(napi_env env, napi_callback_info info) {
   static const struct {
     const char *name;
@@ -57,20 +60,21 @@ static napi_value ks__configure(napi_env env, napi_callback_info info) {
       {"memfd", KS_FEATURE_MEMFD},
       {"pidfd_pgrp", KS_FEATURE_PIDFD_PGRP},
   };
-  size_t argc = 3;
-  napi_value argv[3];
+  size_t argc = 4;
+  napi_value argv[4];
   char *fallback;
   char *tracker;
+  char *off;
   unsigned features = 0;
   napi_valuetype type = napi_undefined;
   struct ks_addon *addon;
 
   KS_NAPI_CALL(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
-  if (argc == 3)
+  if (argc == 4)
     KS_NAPI_CALL(env, napi_typeof(env, argv[2], &type));
-  if (argc != 3 || type != napi_function) {
+  if (argc != 4 || type != napi_function) {
     napi_throw_type_error(env, "ERR_INVALID_ARG_TYPE",
-                          "configure(forceFallback, tracker, makeRawResult)");
+                          "configure(forceFallback, tracker, makeRawResult, benchOff)");
     return NULL;
   }
   KS_NAPI_CALL(env, napi_get_instance_data(env, (void **) &addon));
@@ -80,6 +84,7 @@ static napi_value ks__configure(napi_env env, napi_callback_info info) {
   KS_NAPI_CALL(env, napi_create_reference(env, argv[2], 1, &addon->make_raw));
   fallback = ks_napi_get_string(env, argv[0], NULL);
   tracker = fallback != NULL ? ks_napi_get_string(env, argv[1], NULL) : NULL;
+  off = tracker != NULL ? ks_napi_get_string(env, argv[3], NULL) : NULL;
   if (tracker != NULL) {
     for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
       if (strstr(fallback, table[i].name) != NULL || strcmp(fallback, "all") == 0)
@@ -88,8 +93,11 @@ static napi_value ks__configure(napi_env env, napi_callback_info info) {
     ks_compat_disable(features);
     ks_ws_watch_enable_tracking(strcmp(tracker, "0") != 0);
   }
+  if (off != NULL)
+    ks_sup_bench_off(strstr(off, "inline-ends") != NULL ? KS_SUP_OFF_INLINE_ENDS : 0);
   free(fallback);
   free(tracker);
+  free(off);
   return NULL;
 }
 
