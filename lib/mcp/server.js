@@ -51,8 +51,8 @@ function anySignal(a, b) {
  * which a server without the tasks capability never gets: the Protocol
  * refuses them first). Our results are built by render.js and files.js in
  * that schema's shape, and the client parses every result with the same
- * schema itself; the server's re-parse cost some 35-45 us of each call's
- * reply (a cold call, measured in the server). An SDK whose Server has no
+ * schema itself, so the server's re-parse is work on every reply that
+ * checks nothing new (bench/README.md has its cost). An SDK whose Server has no
  * such parent method gets the Server's registration, as before.
  */
 function onToolsCall(server, handler) {
@@ -62,6 +62,8 @@ function onToolsCall(server, handler) {
     protocolSet.call(server, sdk.CallToolRequestSchema, handler);
   else server.setRequestHandler(sdk.CallToolRequestSchema, handler);
 }
+
+const CLOSING_MESSAGE = "the MCP server is closing; the call was stopped";
 
 function messageOf(e) {
   if (e && typeof e.code === "string" && e.name === "SandboxError") return `${e.message} (${e.code})`;
@@ -147,7 +149,7 @@ class KernMcpServer {
   /**
    * Answers a run_code or run_command call itself, as its line is read,
    * without the SDK's Protocol: its dispatch (the request's schema checks,
-   * some 0.2 ms of a call on this VM) would run on a core the box needs.
+   * bench/README.md has its cost) would run on a core the box needs.
    * Only a call the Protocol would hand to #call with these very arguments
    * and nothing else of its request: a plain request (the transport
    * checked), params of name and arguments only (no task, no _meta, so no
@@ -173,7 +175,7 @@ class KernMcpServer {
     const checked = checkArgs(this.tools.get(p.name), p.arguments);
     if (checked.error) return false;
     // One controller, aborted by the client's cancel or by close():
-    // AbortSignal.any would cost some 50 us before the box.
+    // AbortSignal.any would put its listeners' setup before the box.
     const id = message.id;
     const cancel = new AbortController();
     this.#earlyCalls.set(id, cancel);
@@ -184,7 +186,7 @@ class KernMcpServer {
       this.#transport.send({ jsonrpc: "2.0", id, result }).catch(() => {});
     };
     this.handlers[p.name](checked.args, cancel.signal).then(reply, (e) => reply(errorResult(
-      this.#closing.signal.aborted ? "the MCP server is closing; the call was stopped" : messageOf(e))));
+      this.#closing.signal.aborted ? CLOSING_MESSAGE : messageOf(e))));
     return true;
   }
 
@@ -201,7 +203,7 @@ class KernMcpServer {
     try {
       return await this.handlers[tool.name](checked.args, signal);
     } catch (e) {
-      if (this.#closing.signal.aborted) return errorResult("the MCP server is closing; the call was stopped");
+      if (this.#closing.signal.aborted) return errorResult(CLOSING_MESSAGE);
       if (extra.signal.aborted) throw e; // cancelled: the SDK sends no reply
       return errorResult(messageOf(e));
     }
@@ -228,7 +230,7 @@ class KernMcpServer {
 
   async #runCode(a, signal) {
     // No turn before the box when the Sandbox is open (no await): Node's
-    // stream work (nextTicks) would run first, some 60 us of a cold call.
+    // stream work (nextTicks) would run first.
     const sbx = this.#open ?? await this.sandbox();
     const language = a.language ?? "python";
     const opts = { signal, ...(a.timeout_s !== undefined ? { timeoutS: a.timeout_s } : {}) };

@@ -20,10 +20,11 @@ const DEFAULT_MAX_LINE = 32 * 1024 * 1024;
  * SDK's JSONRPCMessageSchema takes it: "2.0", a string method, an id that
  * is a string or a safe integer (or none), params absent or an object
  * without _meta, and no other key. A strict subset of the schema, checked
- * by hand because the schema's parse (a zod union) costs tens of
- * microseconds of a cold call; anything else (_meta, responses, errors,
- * anything odd) goes to the schema as before. The SDK's Protocol checks
- * every message again with its own schemas before it dispatches it.
+ * by hand because the schema's parse (a zod union) tries its branches on
+ * every message; anything else (_meta, responses, errors, anything odd)
+ * goes to the schema as before. The SDK's Protocol checks every message it
+ * gets again with its own schemas; a tools/call the server answers itself
+ * (onearly) has its arguments checked by the tool's own check (checkArgs).
  */
 function plainRequest(v) {
   if (v === null || typeof v !== "object" || Array.isArray(v) || v.jsonrpc !== "2.0" || typeof v.method !== "string")
