@@ -7,78 +7,134 @@
 // one child process per tree, the order alternated, so that both see the
 // same phase of the host; each child loads its tree's package by path and
 // measures through the public API only, which both trees share.
-//   KERN_BIN=... node bench/trees.js [rounds=8] [calls=200] [only=prewarmed] [tracked=1] TREE_A TREE_B
-// (only=prewarmed: the two prewarmed rows alone; tracked=1: the sessions
-// track files, the package's default, where otherwise trackFiles is false)
+//   KERN_BIN=... node bench/trees.js [rounds=8] [calls=200] [only=GROUP,...] [tracked=1] TREE_A TREE_B
+// (only=: the row groups, ROWS' third column; tracked=1: the sessions track
+// files, the package's default, where otherwise trackFiles is false)
 // Prints, per row and tree, the p50 of all calls pooled and the range of
 // the rounds' p50s, and B's pooled p50 over A's.
 const path = require("path");
 const { spawnSync } = require("child_process");
 
 const ROWS = [
-  ["runTrue", 'run(["true"]), prewarm: 1, 50 ms apart'],
-  ["runCode", 'runCode("print(1)"), prewarm: 1, 50 ms apart'],
-  ["cell", 'kernel cell "1", shared, back to back'],
-  ["close", "close() with an idle prewarmed box"],
-  ["kernel", "kernel() to its first result, with a prewarmed box"],
+  ["runTrue", 'run(["true"]), prewarm: 1, 50 ms apart', "prewarmed"],
+  ["runCode", 'runCode("print(1)"), prewarm: 1, 50 ms apart', "prewarmed"],
+  ["cell", 'kernel cell "1", shared, back to back (prewarm: 1 session)', "cell"],
+  ["cellShared", "kernel cell sum(range(1000)), shared, back to back (prewarm: 0)", "cells"],
+  ["cellFork", "kernel cell sum(range(1000)), fork, back to back (prewarm: 0)", "cells"],
+  ["close", "close() with an idle prewarmed box", "close"],
+  ["close0", "close() after one settled run([\"true\"]), prewarm: 0", "close0"],
+  ["kernel", "kernel() to its first result, with a prewarmed box", "kernel"],
+  ["b2bWarm", 'runCode("print(1)") back to back, prewarm: 1', "b2b"],
+  ["b2bCold", 'runCode("print(1)") back to back, prewarm: 0', "b2b"],
+  ["oneShot", 'one-shot runCode("print(1)")', "oneshot"],
+  ["oneShotRef", 'one-shot runCode("print(1)") of 0.1.1, interleaved with the row above', "oneshot"],
 ];
+// Ratios that bench/run.js reports within one run, rebuilt per tree from
+// the rows above: [name, numerator row, denominator row].
+const RATIOS = [
+  ["back to back runCode, prewarm 1 over prewarm 0", "b2bWarm", "b2bCold"],
+  ["one-shot runCode over 0.1.1's", "oneShot", "oneShotRef"],
+];
+// The reference 0.1.1 package beside the repositories (as bench/run.js finds it).
+const REFERENCE = path.join(__dirname, "..", "..", "shared", "spec", "kern-sandbox-0.1.1", "index.js");
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const ms = (t0) => Number(process.hrtime.bigint() - t0) / 1e6;
 
-/** One tree's calls in this process: { row: [ms, ...] }. */
-async function child(tree, calls, only, tracked) {
-  const { Sandbox } = require(tree);
-  const opts = { prewarm: 1, ...(tracked === "1" ? {} : { trackFiles: false }) };
+/** Times `count` calls of `call` one after another into `into`. */
+async function timed(into, count, call, gapMs = 0) {
+  for (let i = 0; i < count; i++) {
+    if (gapMs > 0) await sleep(gapMs);
+    const t0 = process.hrtime.bigint();
+    await call();
+    into.push(ms(t0));
+  }
+}
+
+/** One tree's calls in this process: { row: [ms, ...] }, the row groups of
+ * `groups` only. */
+async function child(tree, calls, groups, tracked) {
+  const { Sandbox, runCode } = require(tree);
+  const { ENGINE } = require(path.join(tree, "lib", "internal"));
+  const track = tracked === "1" ? {} : { trackFiles: false };
+  const opts = { prewarm: 1, ...track };
+  const cold = { prewarm: 0, [ENGINE]: "init", ...track };
   const out = Object.fromEntries(ROWS.map(([k]) => [k, []]));
-  // A session per kind: a session's pool refills with the kind of its last
-  // call, so alternating kinds in one would find the wrong box each time.
-  const exec = await new Sandbox(opts).open();
-  const py = await new Sandbox(opts).open();
-  try {
-    for (let i = 0; i < 10; i++) { // warm-up
-      await exec.run(["true"]);
-      await py.runCode("print(1)");
-    }
-    for (let i = 0; i < calls; i++) {
-      await sleep(50);
-      let t0 = process.hrtime.bigint();
-      await exec.run(["true"]);
-      out.runTrue.push(ms(t0));
-      await sleep(50);
-      t0 = process.hrtime.bigint();
-      await py.runCode("print(1)");
-      out.runCode.push(ms(t0));
-    }
-    if (only === "prewarmed") return out;
-    const k = await py.kernel();
+  const want = (g) => groups.includes(g);
+  const py = (s) => () => s.runCode("print(1)");
+  if (want("prewarmed") || want("cell")) {
+    // A session per kind: a session's pool refills with the kind of its
+    // last call, so alternating kinds in one would find the wrong box.
+    const exec = await new Sandbox(opts).open();
+    const pys = await new Sandbox(opts).open();
     try {
-      for (let i = 0; i < calls * 2; i++) {
-        const t0 = process.hrtime.bigint();
-        await k.runCode("1");
-        out.cell.push(ms(t0));
+      await timed([], 10, () => exec.run(["true"])); // warm-up
+      await timed([], 10, py(pys));
+      for (let i = 0; want("prewarmed") && i < calls; i++) {
+        await timed(out.runTrue, 1, () => exec.run(["true"]), 50);
+        await timed(out.runCode, 1, py(pys), 50);
+      }
+      if (want("cell")) {
+        const k = await pys.kernel();
+        await timed(out.cell, calls * 2, () => k.runCode("1")).finally(() => k.close());
       }
     } finally {
-      await k.close();
+      await exec.close();
+      await pys.close();
     }
-  } finally {
-    await exec.close();
-    await py.close();
   }
-  for (let i = 0; i < (only === "prewarmed" ? 0 : calls / 5); i++) {
-    const s = await new Sandbox(opts).open();
-    await sleep(300); // its box is up and idle
-    let t0 = process.hrtime.bigint();
-    await s.close();
-    out.close.push(ms(t0));
-    const s2 = await new Sandbox(opts).open();
-    await sleep(300);
-    t0 = process.hrtime.bigint();
-    const k = await s2.kernel();
-    await k.runCode("1");
-    out.kernel.push(ms(t0));
-    await k.close();
-    await s2.close();
+  if (want("cells")) { // as bench/run.js's kernel(): a prewarm: 0 session
+    const s = await new Sandbox({ prewarm: 0, ...track }).open();
+    try {
+      for (const [isolation, into, count] of [["shared", out.cellShared, calls * 5], ["fork", out.cellFork, calls]]) {
+        const k = await s.kernel({ isolation });
+        const cell = async () => {
+          const r = await k.runCode("sum(range(1000))");
+          if (r.results[0]?.text !== "499500") throw new Error(`a cell failed: ${JSON.stringify(r)}`);
+        };
+        await timed([], 50, cell).then(() => timed(into, count, cell)).finally(() => k.close());
+      }
+    } finally {
+      await s.close();
+    }
+  }
+  for (let i = 0; i < calls / 5; i++) {
+    if (want("close")) {
+      const s = await new Sandbox(opts).open();
+      await sleep(300); // its box is up and idle
+      await timed(out.close, 1, () => s.close());
+    }
+    if (want("close0")) {
+      const s = await new Sandbox(cold).open();
+      await s.run(["true"]);
+      await timed(out.close0, 1, () => s.close());
+    }
+    if (want("kernel")) {
+      const s = await new Sandbox(opts).open();
+      await sleep(300);
+      await timed(out.kernel, 1, async () => (await s.kernel()).runCode("1"));
+      await s.close(); // closes its kernel
+    }
+  }
+  if (want("b2b")) { // interleaved chunks, as bench/run.js's prewarmed()
+    for (let r = 0; r < 5; r++) {
+      for (const [o, into] of [[opts, out.b2bWarm], [cold, out.b2bCold]]) {
+        const s = await new Sandbox(o).open();
+        await sleep(300); // the first box boots
+        await timed(into, Math.ceil(calls / 5), py(s)).finally(() => s.close());
+      }
+    }
+  }
+  if (want("oneshot")) {
+    const ref = require(REFERENCE);
+    for (let i = 0; i < calls / 4 + 2; i++) {
+      // Each call starts after the other's kern has gone (a sleep, where
+      // bench/run.js waits for the teardown it can see).
+      await timed(i < 2 ? [] : out.oneShot, 1, () => runCode("print(1)"));
+      await sleep(100);
+      await timed(i < 2 ? [] : out.oneShotRef, 1, () => ref.runCode("print(1)"));
+      await sleep(100);
+    }
   }
   return out;
 }
@@ -95,7 +151,7 @@ function main() {
     // exits in the middle of a prewarmed run(["true"]) with nothing else
     // pending): a timer keeps the child alive, as bench/run.js's do.
     const alive = setInterval(() => {}, 1000);
-    child(path.resolve(args[1]), Number(args[2]), args[3], args[4]).finally(() => clearInterval(alive)).then((out) => process.stdout.write(JSON.stringify(out)),
+    child(path.resolve(args[1]), Number(args[2]), args[3].split(","), args[4]).finally(() => clearInterval(alive)).then((out) => process.stdout.write(JSON.stringify(out)),
       (e) => {
         console.error(e);
         process.exitCode = 1;
@@ -105,7 +161,9 @@ function main() {
   const opt = (name, dflt) => Number((args.find((a) => a.startsWith(`${name}=`)) ?? `=${dflt}`).split("=")[1]);
   const rounds = opt("rounds", 8);
   const calls = opt("calls", 200);
-  const only = (args.find((a) => a.startsWith("only=")) ?? "only=").slice(5);
+  // only=GROUP[,GROUP...]: the third column of ROWS; by default the rows
+  // that were there first.
+  const only = (args.find((a) => a.startsWith("only=")) ?? "only=prewarmed,cell,close,kernel").slice(5);
   const tracked = (args.find((a) => a.startsWith("tracked=")) ?? "tracked=0").slice(8);
   const trees = args.filter((a) => !a.includes("="));
   if (trees.length !== 2) {
@@ -143,6 +201,15 @@ function main() {
     const [a, b] = [p50(all[0][k]), p50(all[1][k])];
     const range = (t) => `${f(Math.min(...perRound[t][k]))}-${f(Math.max(...perRound[t][k]))}`;
     console.log(`| ${name} | ${f(a)} ms (${range(0)}) | ${f(b)} ms (${range(1)}) | ${(b / a).toFixed(3)}x |`);
+  }
+  for (const [name, num, den] of RATIOS) {
+    if (all[0][num].length === 0) continue;
+    // Each tree's ratio of its pooled p50s, and the range of its rounds' ratios.
+    const ratio = (t) => p50(all[t][num]) / p50(all[t][den]);
+    const rounds = (t) => perRound[t][num].map((v, i) => v / perRound[t][den][i]);
+    const range = (t) => `${f(Math.min(...rounds(t)))}-${f(Math.max(...rounds(t)))}`;
+    console.log(`| ratio: ${name} | ${f(ratio(0))}x (${range(0)}) | ${f(ratio(1))}x (${range(1)}) | ` +
+      `${(ratio(1) / ratio(0)).toFixed(3)}x |`);
   }
 }
 

@@ -386,7 +386,10 @@ int ks_sup_signal_call(struct ks_sup *sup, uint64_t call, int signo, uint64_t gr
 /* The group is forgotten once the supervisor has taken in every box
  * submitted before this call: a command queued behind them does it.
  * Forgotten at once, a group whose prewarm box was still queued would let
- * that box start after its session was closed, and park for good. */
+ * that box start after its session was closed, and park for good. The
+ * command wakes nothing: nothing waits for it (the census counts a queued
+ * forget as done), and the loop's next turn, whatever wakes it, or its stop
+ * takes it; a wake here would cost close() a thread switch. */
 void ks_sup_forget_group(struct ks_sup *sup, uint64_t group) {
   struct ks__forget *f = calloc(1, sizeof *f);
 
@@ -397,7 +400,7 @@ void ks_sup_forget_group(struct ks_sup *sup, uint64_t group) {
   f->cmd.kind = KS__CMD_FORGET;
   f->group = group;
   ks_keys_forget_queued(&sup->keys);
-  if (ks_loop_post(&sup->loop, &f->cmd) < 0) {
+  if (ks_loop_queue(&sup->loop, &f->cmd) < 0) {
     free(f);
     ks_keys_forget(&sup->keys, group, true); /* the loop has stopped: at once */
   }
