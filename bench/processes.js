@@ -83,7 +83,10 @@ async function hostBulk(bytes) {
 
 async function boxBulk(s, bytes) {
   const t0 = process.hrtime.bigint();
-  const p = await s.spawn(["head", "-c", String(bytes), "/dev/zero"], { stdin: false, keepBytes: 4 << 20 });
+  // keepBytes well over what the box writes in a pause of this thread (a
+  // major GC at some GiB/s): the row is the throughput of a reader that
+  // keeps up, and a drop fails it.
+  const p = await s.spawn(["head", "-c", String(bytes), "/dev/zero"], { stdin: false, keepBytes: 64 << 20 });
   const got = await drain(p.stdout);
   await p.wait();
   if (got + p.droppedBytes.stdout !== bytes) throw new Error(`box head: ${got} + ${p.droppedBytes.stdout}`);

@@ -803,6 +803,7 @@ async function idleLoop() {
   h.cleanup();
 })().catch((e) => {
   console.error(e);
+  loop.disable(); // its timer would keep a failed run's process alive
   h.cleanup();
   process.exitCode = 1;
 });
