@@ -80,7 +80,7 @@ const metCell = (met) => (met === null ? "-" : met ? "yes" : "**no**");
 // are muted. This package never forks Node: it spawns with CLONE_VM.
 // KS_BENCH_TRACE=1 names the figure of each event-loop delay over 20 ms;
 // KS_BENCH_TRACE=N (N > 1), of each over N ms.
-const TRACE_MS = ((t) => (t > 1 ? t : t > 0 ? 20 : 0))(Number(process.env.KS_BENCH_TRACE ?? 0) || 0);
+const TRACE_MS = ((v) => (!v ? 0 : Number(v) > 1 ? Number(v) : 20))(process.env.KS_BENCH_TRACE);
 
 function loopMonitor() {
   const hist = createHistogram();
