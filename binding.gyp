@@ -53,6 +53,7 @@
         "csrc/napi/feed.c",
         "csrc/napi/testing.c",
         "csrc/napi/tty.c",
+        "csrc/napi/turn.c",
         "csrc/napi/util.c",
         "csrc/napi/watch.c"
       ],

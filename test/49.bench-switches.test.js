@@ -76,6 +76,11 @@ const PROBE = `
     s = await new Sandbox({ prewarm: 0 }).open();
     const r = await s.run(["echo", "cold"]);
     out.calls.push([r.exitCode, r.stdout]);
+    // turn-wakes: the engine's wakeups for 5 cold boxes submitted in one turn.
+    const w0 = binding.submitWakes();
+    const five = await Promise.all(Array.from({ length: 5 }, () => s.run(["echo", "turn"])));
+    out.turnWakes = binding.submitWakes() - w0;
+    out.calls.push([five.every((x) => x.exitCode === 0 && x.stdout === "turn\\n") ? 0 : 1, "turn"]);
     await s.close();
     // bootcache: a fresh image's bytecode after three interpreter boxes.
     const image = process.argv[1];
@@ -139,7 +144,7 @@ function probe(env) {
 }
 
 const CALLS = [[0, "warm\n"], [0, "warm\n"], [0, "warm\n"], [0, "42"], [0, "42"], [0, "42"],
-  [0, "spawned\n"], [0, "cold\n"], [0, "1\n"], [0, "1\n"], [0, "1\n"], [0, "mcp"], [0, "mcp"]];
+  [0, "spawned\n"], [0, "cold\n"], [0, "turn"], [0, "1\n"], [0, "1\n"], [0, "1\n"], [0, "mcp"], [0, "mcp"]];
 
 describe("bench switches (issue 32: the A/B of each speed mechanism)", function () {
   this.timeout(h.startWait(60000));
@@ -164,6 +169,7 @@ describe("bench switches (issue 32: the A/B of each speed mechanism)", function 
     assert.ok(o.directs >= 1, `cells sent from the JS thread: ${o.directs}`);
     assert.strictEqual(o.hands, 1, "the process's stdout handed to the JS thread");
     assert.strictEqual(o.mcpViaSdk, 1, "the second tools/call answered by the MCP server itself");
+    assert.strictEqual(o.turnWakes, 2, "5 boxes of one turn: the first woke the engine, the turn's end the rest");
     // (A call may still end on the scan thread: its change list not yet
     // read by the tracker, or the trylock taken. Off, every call wakes it.)
     assert.ok(o.scanSwitches < 3, `calls ended on the supervisor thread (scan thread switches: ${o.scanSwitches})`);
@@ -181,6 +187,7 @@ describe("bench switches (issue 32: the A/B of each speed mechanism)", function 
     assert.strictEqual(o.directs, 0);
     assert.strictEqual(o.hands, 0);
     assert.strictEqual(o.mcpViaSdk, 2);
+    assert.strictEqual(o.turnWakes, 5, "each of the turn's 5 boxes woke the engine");
     assert.ok(o.scanSwitches >= 3, `the scan thread's switches over 3 calls: ${o.scanSwitches}`);
     assert.strictEqual(o.bin, false);
     assert.strictEqual(o.initBinary, glibcInit);
@@ -193,6 +200,7 @@ describe("bench switches (issue 32: the A/B of each speed mechanism)", function 
     assert.deepStrictEqual(o.calls, CALLS);
     assert.ok(o.directs >= 1, `cells sent from the JS thread: ${o.directs}`);
     assert.ok(o.claims >= 1, `claimSend calls: ${o.claims}`);
+    assert.strictEqual(o.turnWakes, 2);
     assert.deepStrictEqual([o.bin, o.initBinary], [false, built]);
   });
 

@@ -134,6 +134,28 @@ describe("engine", function () {
     });
   });
 
+  it("the boxes one turn of JS submits wake the engine twice: the first at once, the rest at the turn's end",
+    async function () {
+      if (typeof binding.submitWakes !== "function") return h.skip(this, `the ${binding.flavour} build has no test natives`);
+      return withSandbox({ prewarm: 0 }, async (sbx) => {
+        await sbx.run(["true"]);
+        const w0 = binding.submitWakes();
+        const calls = Array.from({ length: 20 }, (_, i) => sbx.run(["sh", "-c", `echo ${i}`]));
+        // Each call's box is submitted in the call itself (no await before it).
+        assert.strictEqual(binding.submitWakes() - w0, 1, "within the turn, only its first box woke the engine");
+        await null; // the turn's end: a microtask its first box queued
+        assert.strictEqual(binding.submitWakes() - w0, 2, "the turn's end woke it once for the other 19");
+        const rs = await Promise.all(calls);
+        assert.deepStrictEqual(rs.map((r) => r.stdout), calls.map((_, i) => `${i}\n`));
+        assert.strictEqual(binding.submitWakes() - w0, 2, "settling them submitted nothing more");
+        // A lone call in a later turn wakes the engine itself, at once.
+        const lone = sbx.run(["true"]);
+        assert.strictEqual(binding.submitWakes() - w0, 3);
+        assert.strictEqual((await lone).exitCode, 0);
+        return undefined;
+      });
+    });
+
   it("while Node's child_process handles SIGCHLD (its handler may run on the engine's thread), " +
     "every box and every child of Node's ends and is seen to", async function () {
     const { execFile } = require("child_process");

@@ -388,4 +388,7 @@ export const tailBoxes: (() => number) | undefined;
 export const cancelledGroups: (() => number) | undefined;
 /** wsCloseLater closes not yet done, in the whole process. */
 export const pendingCloses: (() => number) | undefined;
+/** How many times this environment's box submissions woke the engine: the
+ * first box of each turn of JS, and each turn's end that owed one (csrc/napi/turn.c). */
+export const submitWakes: (() => number) | undefined;
 

@@ -38,6 +38,13 @@ struct ks_addon {
   int *releases;
   size_t nreleases;
   size_t releases_cap;
+  /* This turn's box submissions (turn.c). JS thread only. */
+  bool turn_open;            /* a box was submitted; the turn's end is queued */
+  bool wake_owed;            /* and others since, without waking the engine */
+  napi_ref queue_microtask;  /* the global queueMicrotask, on first use */
+  napi_ref end_turn;         /* the microtask that ends the turn */
+  bool turn_off;             /* bench switch turn-wakes: every box wakes it */
+  uint64_t submit_wakes;     /* wakeups of the engine for submitted boxes (the tests') */
 };
 
 /* Records fd (and own_dir, whose ownership moves in) as held by a session:
@@ -67,6 +74,13 @@ void ks_addon_release_settled(struct ks_addon *addon);
 /* At the addon's finalization or its environment's teardown: releases
  * them, and unties the check handle, which its teardown hook closes. */
 void ks_addon_forget_after_turn(struct ks_addon *addon);
+
+/* Whether the box about to be submitted wakes the engine itself: the
+ * first of a turn of JS does, the others are woken once at the turn's end
+ * (turn.c). After an exception in queueing that end, each box wakes it. */
+bool ks_napi_submit_wakes(napi_env env, struct ks_addon *addon);
+/* At the addon's finalization: drops turn.c's references. */
+void ks_napi_forget_turn(napi_env env, struct ks_addon *addon);
 
 /* Registers the box entry points (startBox...) and their constants on exports. */
 bool ks_napi_init_run(napi_env env, napi_value exports);

@@ -93,8 +93,10 @@ static napi_value ks__configure(napi_env env, napi_callback_info info) {
     ks_compat_disable(features);
     ks_ws_watch_enable_tracking(strcmp(tracker, "0") != 0);
   }
-  if (off != NULL)
+  if (off != NULL) {
     ks_sup_bench_off(strstr(off, "inline-ends") != NULL ? KS_SUP_OFF_INLINE_ENDS : 0);
+    addon->turn_off = strstr(off, "turn-wakes") != NULL;
+  }
   free(fallback);
   free(tracker);
   free(off);
@@ -131,6 +133,7 @@ static void ks__addon_finalize(napi_env env, void *data, void *hint) {
    * and instance data is finalized before those are unlinked. */
   if (addon->make_raw != NULL)
     (void) napi_delete_reference(env, addon->make_raw);
+  ks_napi_forget_turn(env, addon);
   free(addon);
 }
 

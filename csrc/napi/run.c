@@ -239,7 +239,7 @@ static napi_value ks__start(napi_env env, napi_callback_info info, enum ks_napi_
     if (out == NULL)
       goto fail;
   }
-  if (ks_sup_submit(addon->sup, box) < 0) {
+  if (ks_sup_submit(addon->sup, box, ks_napi_submit_wakes(env, addon)) < 0) {
     ks_err_set(&err, ECANCELED, "spawn", NULL);
     ks_napi_reject_system(env, run->deferred, &err);
     ks_box_free(box);

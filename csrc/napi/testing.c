@@ -1,5 +1,6 @@
 /* The engine's counts the tests' leak census reads (test/00.setup.js,
- * lib/census.js): liveBoxes, tailBoxes, cancelledGroups and pendingCloses.
+ * lib/census.js): liveBoxes, tailBoxes, cancelledGroups and pendingCloses;
+ * and submitWakes, which the tests of turn.c read.
  * Compiled only with KS_TEST_NATIVES (binding.gyp's Test, Debug and Tsan
  * configurations): the Release addon users load has none of them, so no
  * user code comes to depend on them (test/16 checks). */
@@ -50,10 +51,23 @@ static napi_value ks__pending_closes(napi_env env, napi_callback_info info) {
   return out;
 }
 
+/* submitWakes(): how many times this environment's box submissions woke
+ * the engine (turn.c): the first box of each turn, and each turn's end
+ * that owed one. */
+static napi_value ks__submit_wakes(napi_env env, napi_callback_info info) {
+  struct ks_addon *addon;
+  napi_value out;
+  (void) info;
+  KS_NAPI_CALL(env, napi_get_instance_data(env, (void **) &addon));
+  KS_NAPI_CALL(env, napi_create_double(env, (double) addon->submit_wakes, &out));
+  return out;
+}
+
 bool ks_napi_init_testing(napi_env env, napi_value exports) {
   static const struct ks_napi_fn fns[] = {
       {"liveBoxes", ks__live_boxes},         {"tailBoxes", ks__tail_boxes},
       {"cancelledGroups", ks__cancelled_groups}, {"pendingCloses", ks__pending_closes},
+      {"submitWakes", ks__submit_wakes},
   };
   return ks_napi_export(env, exports, fns, sizeof fns / sizeof fns[0]);
 }

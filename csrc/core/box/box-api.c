@@ -280,28 +280,28 @@ int ks_sup_start(const struct ks_sup_hooks *hooks, void *ctx, struct ks_sup **re
   return 0;
 }
 
-void ks__queue_spawn(struct ks_sup *sup, struct ks_box *box) {
-  if (ks_loop_post(&sup->loop, &box->cmd) == 0)
+void ks__queue_spawn(struct ks_sup *sup, struct ks_box *box, bool wake) {
+  if ((wake ? ks_loop_post(&sup->loop, &box->cmd) : ks_loop_queue(&sup->loop, &box->cmd)) == 0)
     return;
   box->res.spawn_errnum = ECANCELED;
   box->res.spawn_syscall = "spawn";
   sup->hooks.on_done(sup->ctx, box);
 }
 
-int ks_sup_submit(struct ks_sup *sup, struct ks_box *box) {
+int ks_sup_submit(struct ks_sup *sup, struct ks_box *box, bool wake) {
   if (ks_loop_stopped(&sup->loop))
     return -ECANCELED;
   /* From here on the box is ours: a shutdown racing with this reports it
    * through on_done as cancelled. */
   if (box->wcall_open) {
-    ks__queue_spawn(sup, box); /* begun by the caller (ks_box_request.begun) */
+    ks__queue_spawn(sup, box, wake); /* begun by the caller (ks_box_request.begun) */
   } else if (box->req.watch != NULL && ks_ws_watch_try_begin(box->req.watch, &box->wcall)) {
     box->wcall_open = true; /* begun here, at no cost: straight to the spawn */
-    ks__queue_spawn(sup, box);
+    ks__queue_spawn(sup, box, wake);
   } else if (box->req.watch != NULL) {
     ks__scanner_push(sup, box, KS__SCAN_BEFORE);
   } else {
-    ks__queue_spawn(sup, box);
+    ks__queue_spawn(sup, box, wake);
   }
   return 0;
 }

@@ -131,8 +131,8 @@ void ks__after_box(struct ks_sup *sup, struct ks_box *box);
 
 /* box-api.c */
 
-/* Queues a box for the supervisor thread to spawn. After shutdown began it
- * is reported as cancelled. */
-void ks__queue_spawn(struct ks_sup *sup, struct ks_box *box);
+/* Queues a box for the supervisor thread to spawn, waking it or not
+ * (ks_sup_submit). After shutdown began it is reported as cancelled. */
+void ks__queue_spawn(struct ks_sup *sup, struct ks_box *box, bool wake);
 
 #endif

@@ -15,7 +15,7 @@ static void ks__scan_job(struct ks_sup *sup, struct ks_box *box) {
   if (box->scan_phase == KS__SCAN_BEFORE) {
     ks_ws_watch_begin(box->req.watch, &box->wcall);
     box->wcall_open = true;
-    ks__queue_spawn(sup, box);
+    ks__queue_spawn(sup, box, true);
     return;
   }
   if (box->wcall_open) {

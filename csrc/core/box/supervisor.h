@@ -280,9 +280,10 @@ int ks_sup_start(const struct ks_sup_hooks *hooks, void *ctx, struct ks_sup **re
                  struct ks_err *err);
 
 /* Hands a box to the supervisor, which spawns it on its own thread. Never
- * blocks on a running box. Returns 0, or -ECANCELED after shutdown began
- * (the box is then still the caller's). */
-int ks_sup_submit(struct ks_sup *sup, struct ks_box *box);
+ * blocks on a running box. Without wake, the supervisor takes the box at
+ * its next wakeup, which the caller owes it (ks_sup_wake). Returns 0, or
+ * -ECANCELED after shutdown began (the box is then still the caller's). */
+int ks_sup_submit(struct ks_sup *sup, struct ks_box *box, bool wake);
 
 /* Hands a cell to its kernel box, queued behind that kernel's others.
  * Returns 0, or -ECANCELED after shutdown began (the cell is then still the
@@ -328,7 +329,7 @@ int ks_sup_drop_parked(struct ks_sup *sup, uint64_t key);
  * 0 or -ENOMEM. */
 int ks_sup_signal_call(struct ks_sup *sup, uint64_t call, int signo, uint64_t grace_ns);
 /* Wakes the supervisor for a turn (a flow box's caller has room again:
- * hooks.output_room). Any thread. */
+ * hooks.output_room; boxes were submitted without a wakeup). Any thread. */
 void ks_sup_wake(struct ks_sup *sup);
 
 /* Kills every live box and helper, reaps them, reports each box through
