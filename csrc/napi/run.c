@@ -239,7 +239,9 @@ static napi_value ks__start(napi_env env, napi_callback_info info, enum ks_napi_
     if (out == NULL)
       goto fail;
   }
-  if (ks_sup_submit(addon->sup, box, ks_napi_submit_wakes(env, addon)) < 0) {
+  /* A claim always wakes the engine and opens no turn (turn.c): its box
+   * is up already, and the takeover is on the call's path. */
+  if (ks_sup_submit(addon->sup, box, mode == KS_NAPI_CLAIM || ks_napi_submit_wakes(env, addon)) < 0) {
     ks_err_set(&err, ECANCELED, "spawn", NULL);
     ks_napi_reject_system(env, run->deferred, &err);
     ks_box_free(box);

@@ -2,8 +2,9 @@
  *
  * The first box a turn of JS submits wakes the engine at once, so a lone
  * call starts as it is made. The others of the same turn are queued
- * without a wakeup, and one wakeup at the end of the turn (a microtask,
- * queued by the first) hands them all over. Woken for each, the engine
+ * without a wakeup: the engine takes them at its next turn of its own, at
+ * the latest at the one wakeup that ends the JS turn (a microtask, queued
+ * by the first). Woken for each, the engine
  * would spawn them while the turn is still submitting, and on a machine
  * with few cores the boxes starting up would take the CPU from the very
  * thread submitting them: the burst's synchronous part, the event loop's
