@@ -156,6 +156,24 @@ describe("engine", function () {
       });
     });
 
+  it("where queueMicrotask throws, every box of a turn wakes the engine itself and every call runs", function () {
+    if (typeof binding.submitWakes !== "function") return h.skip(this, `the ${binding.flavour} build has no test natives`);
+    // In a child: the engine takes queueMicrotask once, at its first box.
+    const out = execFileSync(process.execPath, ["-e", `
+      const { Sandbox } = require(${JSON.stringify(h.repo)});
+      const binding = require(${JSON.stringify(path.join(h.repo, "lib/binding"))});
+      globalThis.queueMicrotask = () => { throw new Error("no microtasks here"); };
+      (async () => {
+        const sbx = await new Sandbox({ prewarm: 0 }).open();
+        const w0 = binding.submitWakes();
+        const rs = await Promise.all(Array.from({ length: 5 }, (_, i) => sbx.run(["echo", String(i)])));
+        process.stdout.write(JSON.stringify({ out: rs.map((r) => r.stdout), wakes: binding.submitWakes() - w0 }));
+        await sbx.close();
+      })();`], { encoding: "utf8" });
+    assert.deepStrictEqual(JSON.parse(out), { out: ["0\n", "1\n", "2\n", "3\n", "4\n"], wakes: 5 });
+    return undefined;
+  });
+
   it("while Node's child_process handles SIGCHLD (its handler may run on the engine's thread), " +
     "every box and every child of Node's ends and is seen to", async function () {
     const { execFile } = require("child_process");

@@ -77,7 +77,7 @@ void ks_addon_forget_after_turn(struct ks_addon *addon);
 
 /* Whether the box about to be submitted wakes the engine itself: the
  * first of a turn of JS does, the others are woken once at the turn's end
- * (turn.c). After an exception in queueing that end, each box wakes it. */
+ * (turn.c). Where that end cannot be queued, every box wakes it. */
 bool ks_napi_submit_wakes(napi_env env, struct ks_addon *addon);
 /* At the addon's finalization: drops turn.c's references. */
 void ks_napi_forget_turn(napi_env env, struct ks_addon *addon);

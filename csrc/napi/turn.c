@@ -30,9 +30,8 @@ static napi_value ks__end_turn(napi_env env, napi_callback_info info) {
 }
 
 /* Queues ks__end_turn as a microtask; false if it cannot (queueMicrotask
- * gone from the global object, an exception pending): then every
- * submission wakes the engine itself. */
-static bool ks__queue_end_turn(napi_env env, struct ks_addon *addon) {
+ * gone from the global object, or it threw). */
+static bool ks__try_queue_end_turn(napi_env env, struct ks_addon *addon) {
   napi_value global;
   napi_value queue;
   napi_value end;
@@ -56,6 +55,21 @@ static bool ks__queue_end_turn(napi_env env, struct ks_addon *addon) {
          napi_get_reference_value(env, addon->end_turn, &end) == napi_ok &&
          napi_get_undefined(env, &global) == napi_ok &&
          napi_call_function(env, global, queue, 1, &end, NULL) == napi_ok;
+}
+
+/* ks__try_queue_end_turn, or false with nothing pending: every box of the
+ * turn then wakes the engine itself, and the call that submits it goes on
+ * (no exception was pending before: the entry point's own calls had all
+ * succeeded). */
+static bool ks__queue_end_turn(napi_env env, struct ks_addon *addon) {
+  bool pending = false;
+  napi_value e;
+
+  if (ks__try_queue_end_turn(env, addon))
+    return true;
+  if (napi_is_exception_pending(env, &pending) == napi_ok && pending)
+    (void) napi_get_and_clear_last_exception(env, &e);
+  return false;
 }
 
 bool ks_napi_submit_wakes(napi_env env, struct ks_addon *addon) {
