@@ -16,6 +16,7 @@ const os = require("os");
 const path = require("path");
 const { execFile, execFileSync, spawnSync } = require("child_process");
 const { createHistogram } = require("perf_hooks");
+const { delayTracer } = require("./trace");
 
 // The census between figures (lib/census.js) reads natives only the Test
 // build has: the release build's flags and code plus those counts
@@ -78,12 +79,14 @@ const metCell = (met) => (met === null ? "-" : met ? "yes" : "**no**");
 // 100-200 MiB: 4-10 ms here, up to 40 ms in the VM's slow phase), so the
 // bench's own helper spawns and 0.1.1's calls (which spawn kern that way)
 // are muted. This package never forks Node: it spawns with CLONE_VM.
-// KS_BENCH_TRACE=1 names the figure of each event-loop delay over 20 ms;
-// KS_BENCH_TRACE=N (N > 1), of each over N ms.
+// KS_BENCH_TRACE=1 names the figure of each event-loop delay over 20 ms,
+// and what it was made of (bench/trace.js: the JS thread running, a GC
+// pause, waiting for a CPU); KS_BENCH_TRACE=N (N > 1), of each over N ms.
 const TRACE_MS = ((v) => (!v ? 0 : Number(v) > 1 ? Number(v) : 20))(process.env.KS_BENCH_TRACE);
 
 function loopMonitor() {
   const hist = createHistogram();
+  const tracer = TRACE_MS > 0 ? delayTracer() : null;
   let timer = null;
   let last = 0n;
   let muted = 0;
@@ -95,25 +98,26 @@ function loopMonitor() {
     unmute() {
       muted--;
       last = process.hrtime.bigint();
+      tracer?.tick();
     },
     enable() {
       last = process.hrtime.bigint();
+      tracer?.tick();
       timer = setInterval(() => {
         const now = process.hrtime.bigint();
         const late = Number(now - last) - 1e6;
-        if (muted > 0) {
-          last = now;
-          return;
+        if (muted === 0) {
+          hist.record(Math.max(1, late));
+          if (tracer !== null && late > TRACE_MS * 1e6) tracer.delay(late / 1e6, loop.phase);
         }
-        hist.record(Math.max(1, late));
-        if (TRACE_MS > 0 && late > TRACE_MS * 1e6)
-          console.error(`    event loop ${(late / 1e6).toFixed(1)} ms late during ${loop.phase}`);
+        tracer?.tick();
         last = now;
       }, 1);
     },
     disable() {
       clearInterval(timer);
       timer = null;
+      tracer?.flush();
     },
   };
 }

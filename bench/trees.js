@@ -8,6 +8,9 @@
 // same phase of the host; each child loads its tree's package by path and
 // measures through the public API only, which both trees share.
 //   KERN_BIN=... node bench/trees.js [rounds=8] [calls=200] [only=GROUP,...] [tracked=1] TREE_A TREE_B
+// An arm may be TREE@off=NAME[,NAME...]: that tree with those bench
+// switches off (KERN_SANDBOX_BENCH_OFF, lib/benchoff.js), so that one
+// mechanism is measured A/B on one tree with this harness's many calls.
 // (only=: the row groups, ROWS' third column; tracked=1: the sessions track
 // files, the package's default, where otherwise trackFiles is false)
 // Prints, per row and tree, the p50 of all calls pooled and the range of
@@ -165,9 +168,11 @@ function main() {
   // that were there first.
   const only = (args.find((a) => a.startsWith("only=")) ?? "only=prewarmed,cell,close,kernel").slice(5);
   const tracked = (args.find((a) => a.startsWith("tracked=")) ?? "tracked=0").slice(8);
-  const trees = args.filter((a) => !a.includes("="));
+  const arms = args.filter((a) => !a.includes("=") || a.includes("@off="));
+  const trees = arms.map((a) => a.split("@off=")[0]);
+  const offs = arms.map((a) => a.split("@off=")[1] ?? "");
   if (trees.length !== 2) {
-    console.error("usage: KERN_BIN=... node bench/trees.js [rounds=8] [calls=200] TREE_A TREE_B");
+    console.error("usage: KERN_BIN=... node bench/trees.js [rounds=8] [calls=200] TREE_A[@off=NAME] TREE_B[@off=NAME]");
     process.exitCode = 2;
     return;
   }
@@ -177,10 +182,11 @@ function main() {
   for (let r = 0; r < rounds; r++) {
     const order = r % 2 === 0 ? [0, 1] : [1, 0];
     for (const t of order) {
-      console.error(`trees: round ${r + 1}/${rounds}, ${trees[t]}`);
+      console.error(`trees: round ${r + 1}/${rounds}, ${arms[t]}`);
+      const env = { ...process.env, KERN_SANDBOX_BENCH_OFF: offs[t] };
       const c = spawnSync(process.execPath, [__filename, "--child", trees[t], String(calls), only, tracked],
-        { encoding: "utf8", maxBuffer: 64 << 20, stdio: ["ignore", "pipe", "inherit"] });
-      if (c.status !== 0) throw new Error(`the child of ${trees[t]} failed (${c.status})`);
+        { encoding: "utf8", maxBuffer: 64 << 20, stdio: ["ignore", "pipe", "inherit"], env });
+      if (c.status !== 0) throw new Error(`the child of ${arms[t]} failed (${c.status})`);
       const out = JSON.parse(c.stdout);
       for (const [k] of ROWS) {
         if (out[k].length === 0) continue;
@@ -193,7 +199,7 @@ function main() {
   console.log(`bench/trees.js, ${new Date().toISOString()}, kern ${process.env.KERN_BIN ?? "(PATH)"}; ` +
     `${rounds} alternated rounds, ${calls} calls per row and round; trackFiles ${tracked === "1"}; ` +
     `${Math.round((Date.now() - t0) / 1000)} s`);
-  console.log(`A = ${trees[0]}\nB = ${trees[1]}\n`);
+  console.log(`A = ${arms[0]}\nB = ${arms[1]}\n`);
   console.log("| row | A: p50 of all calls (rounds' p50s) | B: the same | B/A |");
   console.log("|---|---|---|---|");
   for (const [k, name] of ROWS) {
