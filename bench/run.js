@@ -16,7 +16,7 @@ const os = require("os");
 const path = require("path");
 const { execFile, execFileSync, spawnSync } = require("child_process");
 const { createHistogram } = require("perf_hooks");
-const { delayTracer } = require("./trace");
+const { delayTracer, jsThreadTimes } = require("./trace");
 
 // The census between figures (lib/census.js) reads natives only the Test
 // build has: the release build's flags and code plus those counts
@@ -344,14 +344,10 @@ async function burst() {
   }
 }
 
-/** The JS thread's total time runnable but waiting for a CPU (ms), from
- * /proc/self/task/PID/schedstat's second field; null where there is none. */
+/** The JS thread's total time runnable but waiting for a CPU (ms); null
+ * where there is no schedstat. */
 function runqueueWaitMs() {
-  try {
-    return Number(fs.readFileSync(`/proc/self/task/${process.pid}/schedstat`, "utf8").split(" ")[1]) / 1e6;
-  } catch {
-    return null;
-  }
+  return jsThreadTimes()?.[1] ?? null;
 }
 
 /** The event loop's longest delay (ms) from now until stop(): a 1 ms

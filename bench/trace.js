@@ -8,25 +8,34 @@
 // mostly waiting for a CPU was the host's other processes on its cores (the
 // boxes, kern, a worker, Redis); one that is mostly running was JS on this
 // thread, a GC pause or not. (A GC pause is wall time: it may include a wait
-// for a CPU, and V8 runs part of it on threads of its own.)
+// for a CPU, and V8 runs part of it on threads of its own.) Tracing reads
+// /proc at every tick, on the JS thread: a traced run's figures are not an
+// untraced run's.
 const fs = require("fs");
 const { PerformanceObserver, performance } = require("perf_hooks");
 
-function delayTracer() {
-  let fd = null;
-  try {
-    fd = fs.openSync(`/proc/self/task/${process.pid}/schedstat`, "r");
-  } catch {
-    // no schedstat: the delays are traced without run and wait
+let schedstat; // the JS thread's schedstat, opened once; null where there is none
+const buf = Buffer.alloc(128);
+
+/** [ms on a CPU, ms runnable and waiting for one] of the JS thread so far
+ * (/proc/self/task/PID/schedstat), or null where there is no schedstat. */
+function jsThreadTimes() {
+  if (schedstat === undefined) {
+    try {
+      schedstat = fs.openSync(`/proc/self/task/${process.pid}/schedstat`, "r");
+    } catch {
+      schedstat = null;
+    }
   }
-  const buf = Buffer.alloc(128);
-  /** [ms on a CPU, ms runnable and waiting] of the JS thread so far. */
-  const clock = () => {
-    if (fd === null) return [NaN, NaN];
-    const n = fs.readSync(fd, buf, 0, buf.length, 0);
-    const [run, wait] = buf.toString("latin1", 0, n).split(" ").map(Number);
-    return [run / 1e6, wait / 1e6];
-  };
+  if (schedstat === null) return null;
+  const n = fs.readSync(schedstat, buf, 0, buf.length, 0);
+  const [run, wait] = buf.toString("latin1", 0, n).split(" ").map(Number);
+  return [run / 1e6, wait / 1e6];
+}
+
+function delayTracer() {
+  // Without schedstat the delays are traced without run and wait (NaN).
+  const clock = () => jsThreadTimes() ?? [NaN, NaN];
   const gcs = []; // [start, end] in performance.now() ms, the last few
   const observer = new PerformanceObserver((list) => {
     for (const e of list.getEntries()) gcs.push([e.startTime, e.startTime + e.duration]);
@@ -62,4 +71,4 @@ function delayTracer() {
   };
 }
 
-module.exports = { delayTracer };
+module.exports = { delayTracer, jsThreadTimes };
