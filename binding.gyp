@@ -3,6 +3,7 @@
     {
       "target_name": "kern_sandbox",
       "sources": [
+        "csrc/core/workspace/closer.c",
         "csrc/core/workspace/commit.c",
         "csrc/core/compat.c",
         "csrc/core/envfd.c",

@@ -4,14 +4,15 @@
 // for each, the figures of bench/run.js it should move, measured in
 // alternated rounds of two arms in one run on this tree: A with every
 // mechanism on, B with that one off (KERN_SANDBOX_BENCH_OFF, lib/benchoff.js).
-// Each arm of each round is its own `node bench/run.js quick only=...`
-// (the switches are read once per process). Prints a markdown table: per
+// Each arm of each round is its own `node bench/run.js quick only=...` (with
+// full, without quick; the switches are read once per process). Prints a markdown table: per
 // row, each arm's median and range (min-max) over the rounds, B/A, and a
 // verdict: "moves" when the arms' ranges do not overlap and the medians
 // differ by more than 5%, else "within noise" (and none from one round).
 //
 //   node bench/ab.js                        # every mechanism, 3 rounds
 //   node bench/ab.js rounds=5 bootcache inbox-libc
+//   node bench/ab.js rounds=8 full mcp-early   # bench/run.js's full calls, not quick's
 //   KERN_BENCH_REAL=1 KERN_BIN=/path/to/kern node bench/ab.js rounds=1 bootcache
 //
 // Against the kern test double unless KERN_BENCH_REAL=1 (as bench/run.js).
@@ -42,16 +43,18 @@ const median = (xs) => {
 
 function parseArgs(argv) {
   let rounds = 3;
+  let full = false;
   const names = [];
   for (const a of argv) {
     if (a.startsWith("rounds=")) rounds = Number(a.slice(7));
+    else if (a === "full") full = true;
     else if (Object.hasOwn(MOVES, a)) names.push(a);
-    else throw new Error(`bench/ab.js: unknown argument ${a} (rounds=N, or of: ${Object.keys(MOVES).join(", ")})`);
+    else throw new Error(`bench/ab.js: unknown argument ${a} (rounds=N, full, or of: ${Object.keys(MOVES).join(", ")})`);
   }
   if (!Number.isInteger(rounds) || rounds < 1) throw new Error("bench/ab.js: rounds must be a positive integer");
   for (const name of Object.keys(MECHANISMS))
     if (!Object.hasOwn(MOVES, name)) throw new Error(`bench/ab.js: no figures for ${name}`);
-  return { rounds, names: names.length > 0 ? names : Object.keys(MOVES) };
+  return { rounds, full, names: names.length > 0 ? names : Object.keys(MOVES) };
 }
 
 /** The init linked statically against glibc, for inbox-libc's B arm: built
@@ -66,7 +69,7 @@ function buildGlibcInit(dir) {
 }
 
 /** One arm of one round: bench/run.js's rows as { figure -> ms }. */
-function runArm(figures, off, glibcInit) {
+function runArm(figures, off, glibcInit, full) {
   const env = { ...process.env, BENCH_JSON: "1" };
   delete env.KERN_SANDBOX_BENCH_OFF;
   delete env.KERN_SANDBOX_BENCH_INIT;
@@ -74,7 +77,8 @@ function runArm(figures, off, glibcInit) {
     env.KERN_SANDBOX_BENCH_OFF = off;
     if (off === "inbox-libc") env.KERN_SANDBOX_BENCH_INIT = glibcInit;
   }
-  const r = spawnSync(process.execPath, [path.join(__dirname, "run.js"), "quick", `only=${figures.join(",")}`],
+  const args = [path.join(__dirname, "run.js"), ...(full ? [] : ["quick"]), `only=${figures.join(",")}`];
+  const r = spawnSync(process.execPath, args,
     { env, encoding: "utf8", maxBuffer: 64 * 1024 * 1024 });
   if (r.status !== 0)
     throw new Error(`bench/ab.js: bench/run.js failed (${off ?? "nothing"} off): ${r.stderr.slice(-2000)}`);
@@ -102,7 +106,7 @@ function verdict(a, b) {
 const span = (xs) => `${median(xs).toFixed(3)} (${Math.min(...xs).toFixed(3)}-${Math.max(...xs).toFixed(3)})`;
 
 function main() {
-  const { rounds, names } = parseArgs(process.argv.slice(2));
+  const { rounds, full, names } = parseArgs(process.argv.slice(2));
   const real = process.env.KERN_BENCH_REAL === "1" && process.env.KERN_BIN;
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "kern-bench-ab-"));
   const table = [];
@@ -117,7 +121,7 @@ function main() {
         // drift of the machine within a round weighs on both arms alike.
         for (const arm of r % 2 === 0 ? ["A", "B"] : ["B", "A"]) {
           console.error(`ab: ${name}, round ${r + 1}/${rounds}, arm ${arm} (${arm === "A" ? "all on" : `${name} off`}): only=${figures.join(",")}`);
-          for (const [figure, v] of runArm(figures, arm === "A" ? null : name, glibcInit)) {
+          for (const [figure, v] of runArm(figures, arm === "A" ? null : name, glibcInit, full)) {
             if (!arms[arm].has(figure)) arms[arm].set(figure, []);
             arms[arm].get(figure).push(v);
           }
@@ -137,7 +141,7 @@ function main() {
   console.log([
     `bench/ab.js, ${new Date().toISOString()}, against ${real ? `real kern (${process.env.KERN_BIN})` : "the kern test double"}; ` +
       `${cpus.length} x ${cpus[0].model.trim()}, Linux ${os.release()}, Node ${process.version}; ` +
-      `${rounds} alternated round(s) of \`node bench/run.js quick\` per arm; ${((Date.now() - started) / 1000).toFixed(0)} s`,
+      `${rounds} alternated round(s) of \`node bench/run.js${full ? "" : " quick"}\` per arm; ${((Date.now() - started) / 1000).toFixed(0)} s`,
     "",
     "Each row's headline time in ms (its p50, or ms per call): median of the rounds (min-max).",
     "",

@@ -93,8 +93,6 @@ bool ks_napi_init_tty(napi_env env, napi_value exports);
 
 /* Registers the workspace file operations (wsOpen, wsWriteFile...) on exports. */
 bool ks_napi_init_fs(napi_env env, napi_value exports);
-/* The wsCloseLater closes started and not yet done, in the whole process. */
-int ks_napi_pending_closes(void);
 
 #ifdef KS_TEST_NATIVES
 /* Registers the engine's counts the tests' census reads (testing.c): only

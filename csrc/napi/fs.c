@@ -9,9 +9,6 @@
  * directory that reused the descriptor number. */
 #define _GNU_SOURCE /* O_PATH */
 #include <fcntl.h>
-#include <pthread.h>
-#include <signal.h>
-#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +17,7 @@
 #include <unistd.h>
 
 #include "../core/util.h"
+#include "../core/workspace/closer.h"
 #include "../core/workspace/wsfs.h"
 #include "../core/workspace/wsscan.h"
 #include "addon.h"
@@ -548,56 +546,18 @@ static napi_value ks__ws_close(napi_env env, napi_callback_info info) {
   return ks__boolean(env, true);
 }
 
-/* ---- wsCloseLater: a close that may wait on the disk, off every pool ------ */
-
-/* Closes started by wsCloseLater and not yet done, in the whole process. */
-static atomic_int ks__closes_pending;
-
-static void *ks__closer_main(void *arg) {
-  (void) close((int) (intptr_t) arg); /* EINTR still closes it on Linux */
-  atomic_fetch_sub(&ks__closes_pending, 1);
-  return NULL;
-}
-
 /* wsCloseLater(handle) -> boolean: false, closing nothing, for a workspace
- * handle closed already (as wsClose). The descriptor is closed by a detached
- * thread of its own: when it is the last reference to a workspace the
- * session removed, closing it evicts the directory's inode, and a file
- * system mounted with -o discard then waits for the device, behind
- * whatever else writes there (kern's teardowns). Not on libuv's pool
- * either: four such closes would hold all of its threads, and
- * the program's own fs, dns and zlib work behind them. The number stays
- * taken until that thread has closed it. */
+ * handle closed already (as wsClose). The descriptor goes to the closer
+ * thread (core/workspace/closer.h): when it is the last reference to a
+ * workspace the session removed, its close may wait on the disk. */
 static napi_value ks__ws_close_later(napi_env env, napi_callback_info info) {
-  pthread_attr_t attr;
-  pthread_t thread;
-  sigset_t all, old;
   int fd;
-  int r;
   int held = ks__release_held_arg(env, info, KS_HANDLE_WORKSPACE, "wsCloseLater", &fd);
 
   if (held <= 0)
     return held < 0 ? NULL : ks__boolean(env, false);
-  atomic_fetch_add(&ks__closes_pending, 1);
-  r = pthread_attr_init(&attr);
-  if (r == 0) {
-    (void) pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    (void) pthread_attr_setstacksize(&attr, 64 * 1024);
-    /* Every signal blocked: the host's handlers run on its own threads. */
-    sigfillset(&all);
-    (void) pthread_sigmask(SIG_SETMASK, &all, &old);
-    r = pthread_create(&thread, &attr, ks__closer_main, (void *) (intptr_t) fd);
-    (void) pthread_sigmask(SIG_SETMASK, &old, NULL);
-    (void) pthread_attr_destroy(&attr);
-  }
-  if (r != 0) /* no thread to be had: close it here, as wsClose does */
-    (void) ks__closer_main((void *) (intptr_t) fd);
+  ks_closer_close(fd);
   return ks__boolean(env, true);
-}
-
-/* The wsCloseLater closes not yet done (testing.c's pendingCloses). */
-int ks_napi_pending_closes(void) {
-  return atomic_load(&ks__closes_pending);
 }
 
 bool ks_napi_init_fs(napi_env env, napi_value exports) {

@@ -17,14 +17,10 @@ struct ks_handle {
   struct ks_feed *feed; /* KS_HANDLE_FEED: its reference */
 };
 
-/* One tag per kind: a handle of one kind is never taken for another. */
-static const napi_type_tag ks__tags[KS_HANDLE_KINDS] = {
-    {0x6b735f68616e646cULL, 0x655f776f726b7370ULL},
-    {0x6b735f68616e646cULL, 0x655f6b65726e5f5fULL},
-    {0x6b735f68616e646cULL, 0x655f7061726b6564ULL},
-    {0x6b735f68616e646cULL, 0x655f666565645f5fULL},
-    {0x6b735f68616e646cULL, 0x655f7474795f5f5fULL},
-};
+/* One tag for every handle of this addon; the kind is the handle's own
+ * field, checked after the unwrap, so taking a handle costs one tag check
+ * whatever kinds a native accepts. */
+static const napi_type_tag ks__tag = {0x6b735f68616e646cULL, 0x655f6b696e645f5fULL};
 
 static const char *const ks__names[KS_HANDLE_KINDS] = {
     "a workspace handle (wsOpen)",
@@ -60,7 +56,7 @@ napi_value ks_handle_new(napi_env env, struct ks_addon *addon, enum ks_handle_ki
   h->fd = -1;
   h->park_key = park_key;
   if (napi_create_object(env, &obj) != napi_ok ||
-      napi_type_tag_object(env, obj, &ks__tags[kind]) != napi_ok ||
+      napi_type_tag_object(env, obj, &ks__tag) != napi_ok ||
       napi_wrap(env, obj, h, ks__finalize, NULL, NULL) != napi_ok) {
     free(h);
     free(own_dir);
@@ -90,17 +86,15 @@ static struct ks_handle *ks__unwrap(napi_env env, napi_value v, enum ks_handle_k
   char msg[160];
 
   if (napi_typeof(env, v, &t) == napi_ok && t == napi_object) {
-    for (int k = 0; k < KS_HANDLE_KINDS; k++) {
-      bool is = false;
-      if ((kind == KS_HANDLE_ANY || kind == (enum ks_handle_kind) k) &&
-          napi_check_object_type_tag(env, v, &ks__tags[k], &is) == napi_ok && is &&
-          napi_unwrap(env, v, &data) == napi_ok && data != NULL)
-        return data;
-    }
+    bool is = false;
+    if (napi_check_object_type_tag(env, v, &ks__tag, &is) == napi_ok && is &&
+        napi_unwrap(env, v, &data) == napi_ok && data != NULL &&
+        (kind == KS_HANDLE_ANY || ((struct ks_handle *) data)->kind == kind))
+      return data;
   }
   (void) snprintf(msg, sizeof msg, "kern-sandbox: %s() expected %s", fn,
                   kind == KS_HANDLE_ANY
-                      ? "a handle of this addon (wsOpen, kernOpen, parkBox, stdinOpen)"
+                      ? "a handle of this addon (wsOpen, kernOpen, parkBox, stdinOpen, ptyPair)"
                       : ks__names[kind]);
   napi_throw_type_error(env, "ERR_INVALID_ARG_TYPE", msg);
   return NULL;
@@ -163,7 +157,7 @@ napi_value ks_handle_new_feed(napi_env env, struct ks_feed *feed) {
   h->fd = -1;
   h->feed = feed;
   if (napi_create_object(env, &obj) != napi_ok ||
-      napi_type_tag_object(env, obj, &ks__tags[KS_HANDLE_FEED]) != napi_ok ||
+      napi_type_tag_object(env, obj, &ks__tag) != napi_ok ||
       napi_wrap(env, obj, h, ks__finalize, NULL, NULL) != napi_ok) {
     ks_feed_unref(feed);
     free(h);

@@ -1,7 +1,8 @@
 /* The handles the addon gives JS in the place of descriptor numbers: a
  * session's workspace (wsOpen), its kern (kernOpen), a parked box
- * (parkBox) and a terminal (ptyPair). Each is a plain object, type-tagged by its kind
- * (napi_type_tag_object) and wrapping what it names; every native that
+ * (parkBox), a stdin feed (stdinOpen) and a terminal (ptyPair). Each is a
+ * plain object, type-tagged as this addon's (napi_type_tag_object) and
+ * wrapping what it names, its kind included; every native that
  * takes one checks its kind (a TypeError that names the kind expected) and
  * that it is still open (a Node-shaped EBADF). A descriptor a handle names
  * is held by the environment (addon.h) under a serial of its own, so a

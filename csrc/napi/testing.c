@@ -10,6 +10,7 @@
 #include <stddef.h>
 
 #include "../core/box/supervisor.h"
+#include "../core/workspace/closer.h"
 #include "addon.h"
 
 /* One of the supervisor's counts, 0 before it starts. */
@@ -47,7 +48,7 @@ static napi_value ks__cancelled_groups(napi_env env, napi_callback_info info) {
 static napi_value ks__pending_closes(napi_env env, napi_callback_info info) {
   napi_value out;
   (void) info;
-  KS_NAPI_CALL(env, napi_create_int32(env, ks_napi_pending_closes(), &out));
+  KS_NAPI_CALL(env, napi_create_int32(env, ks_closer_pending(), &out));
   return out;
 }
 
