@@ -6,9 +6,9 @@
 // mechanism on, B with that one off (KERN_SANDBOX_BENCH_OFF, lib/benchoff.js).
 // Each arm of each round is its own `node bench/run.js quick only=...` (with
 // full, without quick; the switches are read once per process). Prints a markdown table: per
-// row, each arm's median and range (min-max) over the rounds, B/A, and a
-// verdict: "moves" when the arms' ranges do not overlap and the medians
-// differ by more than 5%, else "within noise" (and none from one round).
+// row, each arm's median and range (min-max) over the rounds, B/A, the
+// rounds in which B was slower, and a verdict (verdict() below: "moves" or
+// "within noise", and none from one round).
 //
 //   node bench/ab.js                        # every mechanism, 3 rounds
 //   node bench/ab.js rounds=5 bootcache inbox-libc
@@ -92,16 +92,25 @@ function runArm(figures, off, glibcInit, full) {
   return rows;
 }
 
-/** A verdict on one row from each arm's values. One round gives no range
+/** A verdict on one row from each arm's values, paired by round. "moves"
+ * when the medians differ by more than 5% and either the arms' ranges do not
+ * overlap, or one arm was slower in every one of at least 6 rounds (a sign
+ * test: all 6 by chance has a two-sided p of 1/32). One round gives no range
  * to tell noise by: no verdict then. */
 function verdict(a, b) {
   const ma = median(a);
   const mb = median(b);
   if (a.length < 2 || b.length < 2) return { ma, mb, ratio: mb / ma, verdict: "no verdict (1 round)" };
   const overlap = Math.min(...a) <= Math.max(...b) && Math.min(...b) <= Math.max(...a);
-  const moves = !overlap && Math.abs(mb - ma) > 0.05 * ma;
+  const slower = a.filter((v, i) => b[i] > v).length;
+  const oneSided = a.length >= 6 && (slower === a.length || a.every((v, i) => b[i] < v));
+  const moves = (!overlap || oneSided) && Math.abs(mb - ma) > 0.05 * ma;
   return { ma, mb, ratio: mb / ma, verdict: moves ? "moves" : "within noise" };
 }
+
+/** The rounds in which B took longer than A, the arms paired by round (they
+ * ran back to back, so a drift of the machine between rounds cancels). */
+const slowerRounds = (a, b) => `${a.filter((v, i) => b[i] > v).length}/${a.length}`;
 
 const span = (xs) => `${median(xs).toFixed(3)} (${Math.min(...xs).toFixed(3)}-${Math.max(...xs).toFixed(3)})`;
 
@@ -131,7 +140,7 @@ function main() {
         const b = arms.B.get(figure);
         if (b === undefined || b.length !== a.length) continue; // a row one arm lacks: not compared
         const v = verdict(a, b);
-        table.push(`| ${name} | ${figure} | ${span(a)} | ${span(b)} | ${v.ratio.toFixed(2)}x | ${v.verdict} |`);
+        table.push(`| ${name} | ${figure} | ${span(a)} | ${span(b)} | ${v.ratio.toFixed(2)}x | ${slowerRounds(a, b)} | ${v.verdict} |`);
       }
     }
   } finally {
@@ -145,8 +154,8 @@ function main() {
     "",
     "Each row's headline time in ms (its p50, or ms per call): median of the rounds (min-max).",
     "",
-    "| mechanism | row | A: all on | B: that one off | B/A | verdict |",
-    "|---|---|---|---|---|---|",
+    "| mechanism | row | A: all on | B: that one off | B/A | rounds B > A | verdict |",
+    "|---|---|---|---|---|---|---|",
     ...table,
   ].join("\n"));
 }

@@ -60,7 +60,7 @@ class BoxProcess extends EventEmitter {
   #flush = null; // what a stream filter still holds, out before the streams end
   #tty; // { cols, rows } for a terminal, or null
   #ttyControl = null; // this attempt's handle on its pty's master (resize)
-  #pipe = null; // { sock, fd }: the stdout pipe this thread reads from the start on
+  #pipe = null; // { sock, fd }: the stdout pipe this thread reads from the start on (sock null until made)
 
   constructor(keepBytes, withStdin, maps = [], tty = null) {
     super();
@@ -183,18 +183,10 @@ class BoxProcess extends EventEmitter {
       /** The workload started; with stdoutFd (handStdout) its stdout pipe,
        * this side's once this returns true (otherwise the addon closes it). */
       onStarted: (stdoutFd) => {
-        let owned = false;
-        if (stdoutFd !== null) {
-          try {
-            this.#readStdout(stdoutFd);
-            owned = true;
-          } catch {
-            // No socket for it (no memory): the result's tail lacks what it held.
-          }
-        }
+        if (stdoutFd !== null) this.#takeStdout(stdoutFd);
         this.stdin?.started();
         this.#onStart(true);
-        return owned;
+        return stdoutFd !== null;
       },
     };
   }
@@ -242,12 +234,27 @@ class BoxProcess extends EventEmitter {
   // The stdout pipe from the workload's start on (BoxOptions.handStdout):
   // read here as a Node pipe to a child process is, with no engine thread
   // between the box and the reader. What the engine read before the start
-  // came as chunks first.
-  #readStdout(fd) {
-    const sock = new net.Socket({ fd, readable: true, writable: false });
-    sock.on("data", (c) => this.stdout.add(c));
-    sock.on("error", () => {}); // the box's end is gone: the drain at the end reads what is left
-    this.#pipe = { sock, fd };
+  // came as chunks first. The socket is made in the loop's check phase,
+  // after spawn() resolved: making one costs this thread more than the rest
+  // of the start, and the pipe holds what comes meanwhile.
+  #takeStdout(fd) {
+    const pipe = { sock: null, fd };
+    this.#pipe = pipe;
+    setImmediate(() => {
+      if (this.#pipe !== pipe) return; // drained and closed at the end already
+      try {
+        const sock = new net.Socket({ fd, readable: true, writable: false });
+        sock.on("data", (c) => this.stdout.add(c));
+        sock.on("error", () => {}); // the box's end is gone: the drain at the end reads what is left
+        pipe.sock = sock;
+      } catch {
+        // No socket for it (no memory): closed, so the box's writes fail
+        // (EPIPE) rather than wait on a pipe nobody reads; the result's
+        // tail lacks what it held.
+        this.#pipe = null;
+        fs.closeSync(fd);
+      }
+    });
   }
 
   // At the end every box process has exited: what they wrote is in the
@@ -262,7 +269,7 @@ class BoxProcess extends EventEmitter {
     const buf = Buffer.allocUnsafe(64 * 1024);
     // Bounded: every writer is gone by now in a box, but a writer that is
     // not (a kern given up on) must not hold this thread.
-    for (let left = DRAIN_MAX; left > 0 && !sock.destroyed; left -= buf.length) {
+    for (let left = DRAIN_MAX; left > 0 && !sock?.destroyed; left -= buf.length) {
       let n = 0;
       try {
         n = fs.readSync(fd, buf, 0, buf.length, null);
@@ -272,7 +279,8 @@ class BoxProcess extends EventEmitter {
       if (n === 0) break;
       this.stdout.add(Buffer.from(buf.subarray(0, n)));
     }
-    sock.destroy();
+    if (sock !== null) sock.destroy();
+    else fs.closeSync(fd); // no socket was made for it yet
   }
 
   #closeTty() {
