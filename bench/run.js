@@ -40,6 +40,7 @@ const { ENGINE } = require("../lib/internal");
 const { watchClosesSettled } = require("../lib/census");
 const { processes: processFigures } = require("./processes");
 const { integrations: integrationFigures } = require("./integrations");
+const { makeTree, snapshotRounds } = require("./snaptree");
 
 const median = (xs) => {
   const s = [...xs].sort((a, b) => a - b);
@@ -454,27 +455,6 @@ async function flood10g() {
     `p99 ${p99.toFixed(1)} ms, max ${(own.hist.max / 1e6).toFixed(1)} ms`, "p99 <= 50 ms", p99 <= 50);
 }
 
-function makeTree(dir) {
-  // 10,000 files, 100 MiB: text that compresses about as well as source code.
-  const words = Array.from({ length: 512 }, () => crypto.randomBytes(6).toString("base64url"));
-  let seed = 1;
-  const rnd = () => (seed = (seed * 1103515245 + 12345) & 0x7fffffff);
-  const chunk = [];
-  let len = 0;
-  while (len < 2 * MiB) {
-    const w = words[rnd() % words.length];
-    chunk.push(w);
-    len += w.length + 1;
-  }
-  const text = Buffer.from(chunk.join(" "));
-  for (let i = 0; i < 10000; i++) {
-    const d = path.join(dir, `d${i % 100}`);
-    if (i < 100) fs.mkdirSync(d, { recursive: true });
-    const off = rnd() % (text.length - 10486);
-    fs.writeFileSync(path.join(d, `f${i}.txt`), text.subarray(off, off + 10485));
-  }
-}
-
 async function snapshots() {
   const src = h.tmpDir("bench-tree-");
   loop.disable(); // building the test tree is the bench's own synchronous work
@@ -483,34 +463,8 @@ async function snapshots() {
   const sbx = await new Sandbox({ workspace: src }).open();
   const out = h.tmpDir("bench-out-");
   try {
-    const ours = [];
-    const tars = [];
-    const oursX = [];
-    const tarsX = [];
     loop.disable();
-    for (let r = 0; r < Math.min(ROUNDS, 3); r++) {
-      const tarFile = path.join(out, "tar.tgz");
-      let t0 = process.hrtime.bigint();
-      execFileSync("tar", ["-I", "gzip -1", "-C", src, "-cf", tarFile, "."]);
-      tars.push(ms(t0));
-      const snap = path.join(out, "ours.tgz");
-      t0 = process.hrtime.bigint();
-      sbx.snapshot(snap);
-      ours.push(ms(t0));
-
-      const dt = h.tmpDir("bench-xt-");
-      t0 = process.hrtime.bigint();
-      execFileSync("tar", ["-C", dt, "-xzf", snap]);
-      tarsX.push(ms(t0));
-      const dx = h.tmpDir("bench-xo-");
-      const s2 = await new Sandbox({ workspace: dx }).open();
-      t0 = process.hrtime.bigint();
-      s2.restore(snap);
-      oursX.push(ms(t0));
-      await s2.close();
-      fs.rmSync(dt, { recursive: true, force: true });
-      fs.rmSync(dx, { recursive: true, force: true });
-    }
+    const { ours, tars, oursX, tarsX } = await snapshotRounds(Sandbox, sbx, src, out, Math.min(ROUNDS, 3));
     loop.enable();
     const rs = median(ours) / median(tars);
     const rx = median(oursX) / median(tarsX);

@@ -11,12 +11,16 @@
 // An arm may be TREE@off=NAME[,NAME...]: that tree with those bench
 // switches off (KERN_SANDBOX_BENCH_OFF, lib/benchoff.js), so that one
 // mechanism is measured A/B on one tree with this harness's many calls.
-// (only=: the row groups, ROWS' third column; tracked=1: the sessions track
+// (only=: the row groups, ROWS' third column, snapshots among them;
+// tracked=1: the sessions track
 // files, the package's default, where otherwise trackFiles is false)
 // Prints, per row and tree, the p50 of all calls pooled and the range of
 // the rounds' p50s, and B's pooled p50 over A's.
 const path = require("path");
+const fs = require("fs");
+const os = require("os");
 const { spawnSync } = require("child_process");
+const { makeTree, snapshotRounds } = require("./snaptree");
 
 const ROWS = [
   ["runTrue", 'run(["true"]), prewarm: 1, 50 ms apart', "prewarmed"],
@@ -31,12 +35,18 @@ const ROWS = [
   ["b2bCold", 'runCode("print(1)") back to back, prewarm: 0', "b2b"],
   ["oneShot", 'one-shot runCode("print(1)")', "oneshot"],
   ["oneShotRef", 'one-shot runCode("print(1)") of 0.1.1, interleaved with the row above', "oneshot"],
+  ["snapshot", "snapshot(), 10,000 files / 100 MiB", "snapshots"],
+  ["tarC", "tar -I 'gzip -1' -cf of the same tree, interleaved", "snapshots"],
+  ["restore", "restore() of that snapshot", "snapshots"],
+  ["tarX", "tar -xzf of that snapshot, interleaved", "snapshots"],
 ];
 // Ratios that bench/run.js reports within one run, rebuilt per tree from
 // the rows above: [name, numerator row, denominator row].
 const RATIOS = [
   ["back to back runCode, prewarm 1 over prewarm 0", "b2bWarm", "b2bCold"],
   ["one-shot runCode over 0.1.1's", "oneShot", "oneShotRef"],
+  ["snapshot over tar -c", "snapshot", "tarC"],
+  ["restore over tar -xzf", "restore", "tarX"],
 ];
 // The reference 0.1.1 package beside the repositories (as bench/run.js finds it).
 const REFERENCE = path.join(__dirname, "..", "..", "shared", "spec", "kern-sandbox-0.1.1", "index.js");
@@ -139,6 +149,20 @@ async function child(tree, calls, groups, tracked) {
       await sleep(100);
     }
   }
+  if (want("snapshots")) { // as bench/run.js's snapshots(): 3 of each per child
+    const scratch = fs.mkdtempSync(path.join(os.tmpdir(), "bench-trees-snap-"));
+    const src = path.join(scratch, "tree");
+    fs.mkdirSync(src);
+    makeTree(src);
+    const sbx = await new Sandbox({ workspace: src }).open();
+    try {
+      const t = await snapshotRounds(Sandbox, sbx, src, scratch, 3);
+      [out.snapshot, out.tarC, out.restore, out.tarX] = [t.ours, t.tars, t.oursX, t.tarsX];
+    } finally {
+      await sbx.close();
+      fs.rmSync(scratch, { recursive: true, force: true });
+    }
+  }
   return out;
 }
 
@@ -183,7 +207,8 @@ function main() {
     const order = r % 2 === 0 ? [0, 1] : [1, 0];
     for (const t of order) {
       console.error(`trees: round ${r + 1}/${rounds}, ${arms[t]}`);
-      const env = { ...process.env, KERN_SANDBOX_BENCH_OFF: offs[t] };
+      // (Snapshots are opt-in: the snapshots group takes them.)
+      const env = { ...process.env, KERN_SANDBOX_BENCH_OFF: offs[t], KERN_SANDBOX_SNAPSHOT: "1" };
       const c = spawnSync(process.execPath, [__filename, "--child", trees[t], String(calls), only, tracked],
         { encoding: "utf8", maxBuffer: 64 << 20, stdio: ["ignore", "pipe", "inherit"], env });
       if (c.status !== 0) throw new Error(`the child of ${arms[t]} failed (${c.status})`);

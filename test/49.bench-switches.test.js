@@ -206,12 +206,18 @@ describe("bench switches (issue 32: the A/B of each speed mechanism)", function 
     assert.deepStrictEqual([...benchoff.parse(" , bootcache,claim-send,")], ["bootcache", "claim-send"]);
   });
 
-  it("bench/ab.js's verdict: moves only when the ranges are apart and the medians > 5% apart", function () {
+  it("bench/ab.js's verdict: moves only when the medians are > 5% apart and the ranges apart or one arm slower in all of >= 6 paired rounds", function () {
     assert.strictEqual(ab.verdict([10, 10.2, 10.1], [11, 11.2, 11.1]).verdict, "moves");
     assert.strictEqual(ab.verdict([10, 10.2, 11.1], [11, 11.2, 11.1]).verdict, "within noise"); // overlap
     assert.strictEqual(ab.verdict([10, 10.1], [10.3, 10.4]).verdict, "within noise"); // < 5%
     assert.strictEqual(ab.verdict([10, 10], [9, 9]).verdict, "moves");
     assert.strictEqual(ab.verdict([10], [9]).verdict, "no verdict (1 round)");
+    // Paired by round: ranges that overlap, B slower in each of 6 rounds.
+    const a6 = [10, 12, 10.5, 11.5, 10.2, 11];
+    assert.strictEqual(ab.verdict(a6, a6.map((v) => v * 1.1)).verdict, "moves");
+    assert.strictEqual(ab.verdict(a6, a6.map((v, i) => (i === 3 ? v * 0.99 : v * 1.1))).verdict, "within noise"); // 5 of 6
+    assert.strictEqual(ab.verdict(a6.slice(0, 5), a6.slice(0, 5).map((v) => v * 1.1)).verdict, "within noise"); // 5 rounds
+    assert.strictEqual(ab.verdict(a6, a6.map((v) => v * 1.03)).verdict, "within noise"); // < 5%
     for (const name of Object.keys(benchoff.MECHANISMS)) assert.ok(ab.MOVES[name].length > 0, name);
   });
 });
