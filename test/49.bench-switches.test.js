@@ -26,6 +26,7 @@ const PROBE = `
   const bootcache = require(repo + "/lib/bootcache");
   const { watchClosesSettled } = require(repo + "/lib/census");
   const { Sandbox } = require(repo);
+  const h = require(repo + "/test/lib/harness");
   const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
   let claims = 0;
   let directs = 0;
@@ -49,7 +50,7 @@ const PROBE = `
     // claim-send: a claimed exec box's argv (claimSend); direct-cells: a kernel's cells (direct).
     let s = await new Sandbox({ prewarm: 1 }).open();
     for (let i = 0; i < 3; i++) {
-      await sleep(300); // the pool's box is up and waiting
+      await h.poolReady(s); // the pool's box is up and waiting
       const r = await s.run(["echo", "warm"]);
       out.calls.push([r.exitCode, r.stdout]);
     }
@@ -113,8 +114,8 @@ const PROBE = `
     input.write(JSON.stringify({ jsonrpc: "2.0", id: 0, method: "initialize", params: { protocolVersion: "2025-06-18",
       capabilities: {}, clientInfo: { name: "probe", version: "0" } } }) + "\\n");
     await reply(0);
+    // (Whether the server's pool has a box up changes neither path.)
     for (const id of [1, 2]) {
-      await sleep(300); // the pool's box is up and waiting
       input.write(JSON.stringify({ jsonrpc: "2.0", id, method: "tools/call",
         params: { name: "run_command", arguments: { command: "echo mcp" } } }) + "\\n");
       out.calls.push([0, (await reply(id)).result.content.map((c) => c.text).join("").includes("mcp\\n") ? "mcp" : text]);
