@@ -4,9 +4,9 @@
 // for each, the figures of bench/run.js it should move, measured in
 // alternated rounds of two arms in one run on this tree: A with every
 // mechanism on, B with that one off (KERN_SANDBOX_BENCH_OFF, lib/benchoff.js).
-// Each arm of each round is its own `node bench/run.js quick only=...` (with
-// full, without quick; the switches are read once per process). Prints a markdown table: per
-// row, each arm's median and range (min-max) over the rounds, B/A, the
+// Each arm of each round is its own `node bench/run.js quick only=...`
+// (without quick with `full`; the switches are read once per process).
+// Prints a markdown table: per row, each arm's median and range (min-max) over the rounds, B/A, the
 // rounds in which B was slower, and a verdict (verdict() below: "moves" or
 // "within noise", and none from one round).
 //
@@ -100,17 +100,15 @@ function runArm(figures, off, glibcInit, full) {
 function verdict(a, b) {
   const ma = median(a);
   const mb = median(b);
-  if (a.length < 2 || b.length < 2) return { ma, mb, ratio: mb / ma, verdict: "no verdict (1 round)" };
-  const overlap = Math.min(...a) <= Math.max(...b) && Math.min(...b) <= Math.max(...a);
+  // The rounds in which B took longer than A (the arms ran back to back in
+  // each, so a drift of the machine between rounds cancels).
   const slower = a.filter((v, i) => b[i] > v).length;
+  if (a.length < 2 || b.length < 2) return { ma, mb, ratio: mb / ma, slower, verdict: "no verdict (1 round)" };
+  const overlap = Math.min(...a) <= Math.max(...b) && Math.min(...b) <= Math.max(...a);
   const oneSided = a.length >= 6 && (slower === a.length || a.every((v, i) => b[i] < v));
   const moves = (!overlap || oneSided) && Math.abs(mb - ma) > 0.05 * ma;
-  return { ma, mb, ratio: mb / ma, verdict: moves ? "moves" : "within noise" };
+  return { ma, mb, ratio: mb / ma, slower, verdict: moves ? "moves" : "within noise" };
 }
-
-/** The rounds in which B took longer than A, the arms paired by round (they
- * ran back to back, so a drift of the machine between rounds cancels). */
-const slowerRounds = (a, b) => `${a.filter((v, i) => b[i] > v).length}/${a.length}`;
 
 const span = (xs) => `${median(xs).toFixed(3)} (${Math.min(...xs).toFixed(3)}-${Math.max(...xs).toFixed(3)})`;
 
@@ -140,7 +138,7 @@ function main() {
         const b = arms.B.get(figure);
         if (b === undefined || b.length !== a.length) continue; // a row one arm lacks: not compared
         const v = verdict(a, b);
-        table.push(`| ${name} | ${figure} | ${span(a)} | ${span(b)} | ${v.ratio.toFixed(2)}x | ${slowerRounds(a, b)} | ${v.verdict} |`);
+        table.push(`| ${name} | ${figure} | ${span(a)} | ${span(b)} | ${v.ratio.toFixed(2)}x | ${v.slower}/${a.length} | ${v.verdict} |`);
       }
     }
   } finally {
