@@ -143,6 +143,33 @@ describe("code interpreter: the kernel (issue 14)", function () {
       }
     });
 
+    it("a missed interrupt is repeated until the cell ends: a SIGINT handled before a blocking call " +
+      "(here: a handler that lets the first one pass) still interrupts it, and the state survives",
+    async function () {
+      await withKernel({}, async (k) => {
+        await k.runCode("state = 7");
+        // The first SIGINT changes nothing, as one that lands just before
+        // time.sleep's system call: the sleep goes on (PEP 475).
+        const r = await k.runCode([
+          "import signal, time",
+          "seen = []",
+          "def once(signum, frame):",
+          "    seen.append(signum)",
+          "    if len(seen) > 1:",
+          "        raise KeyboardInterrupt",
+          "signal.signal(signal.SIGINT, once)",
+          "print('sleeping', flush=True)",
+          "time.sleep(30)",
+        ].join("\n"), { timeoutS: 0.3 });
+        assert.strictEqual(r.fault.type, "timeout");
+        assert.match(r.fault.message, /was interrupted/);
+        assert.strictEqual(r.exitCode, 130);
+        assert.match(r.stderr, /KeyboardInterrupt/);
+        assert.deepStrictEqual((await k.runCode("state, len(seen) >= 2")).results.map((x) => x.text),
+          ["(7, True)"]);
+      });
+    });
+
     it("a cell's result counts what a slow onStdout missed: seen + missed is the whole output " +
       "(issue 32)", async function () {
       await withKernel({}, async (k) => {

@@ -19,6 +19,11 @@
 #include "../util.h"
 
 #define KS__CELL_GRACE_NS (1000 * KS__MS) /* an ignored interrupt: then the kernel goes */
+/* A SIGINT that lands after the interpreter's last check for signals but
+ * before a blocking system call (time.sleep's clock_nanosleep) is handled
+ * only when that call returns: the interrupt is repeated through the grace
+ * until the cell ends. */
+#define KS__CELL_AGAIN_NS (100 * KS__MS)
 
 /* ---- cells ------------------------------------------------------------- */
 
@@ -476,6 +481,7 @@ static void ks__cell_stop(struct ks_sup *sup, struct ks_box *box, struct ks_cell
   struct ks__kernel *k = box->kern->kernel;
   cell->stopping = true;
   cell->grace_ns = now + KS__CELL_GRACE_NS;
+  cell->again_ns = now + KS__CELL_AGAIN_NS;
   if (cell->req.type != KS_IP_CELL) {
     ks__kernel_kill(sup, box,
                     cell->req.type == KS_IP_KERNEL ? "the kernel did not start in time"
@@ -505,7 +511,9 @@ static uint64_t ks__kernel_next(const struct ks__kernel *k) {
   struct ks_cell *cell = k->current != NULL ? k->current : ks__queued_start(k);
   if (cell == NULL || (cell == k->current && !cell->sent))
     return UINT64_MAX;
-  return cell->stopping ? cell->grace_ns : cell->deadline_ns;
+  if (!cell->stopping)
+    return cell->deadline_ns;
+  return k->mode == KS_IP_FORK || cell->again_ns > cell->grace_ns ? cell->grace_ns : cell->again_ns;
 }
 
 /* Arms the kernel's timer for what its cells need next; a box that is no
@@ -561,6 +569,10 @@ static void ks__kernel_sweep(struct ks_sup *sup, struct ks_box *box, uint64_t no
                         ? "the kernel did not report the end of its killed cell within 1 s"
                         : "the cell ignored the interrupt for 1 s, so the kernel was killed",
                     now);
+  } else if (k->mode != KS_IP_FORK && now >= cell->again_ns) {
+    cell->again_ns = now + KS__CELL_AGAIN_NS;
+    if (ks__pidfd_signal(k->pidfd, SIGINT) < 0)
+      ks__kernel_kill(sup, box, "the kernel could not be interrupted", now);
   }
 }
 

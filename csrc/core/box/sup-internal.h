@@ -300,6 +300,7 @@ struct ks_cell {
   uint64_t deadline_ns;      /* then: the interrupt or kill (a kernel's start: from its
                               * submission, sent or not) */
   uint64_t grace_ns;         /* after that: the kernel goes (0: not yet) */
+  uint64_t again_ns;         /* shared mode, stopping: the interrupt's next repeat */
   int pidfd;                 /* fork mode: the process running it (FORKED), or -1 */
   bool sent;                 /* its message went out */
   bool present;              /* the submitting thread sent it (ks_sup_send_cell) */
