@@ -47,6 +47,7 @@
         "csrc/napi/fs.c",
         "csrc/napi/handle.c",
         "csrc/napi/opts.c",
+        "csrc/napi/propkeys.c",
         "csrc/napi/pack.c",
         "csrc/napi/protocol.c",
         "csrc/napi/request.c",

@@ -13,6 +13,7 @@ const MECHANISMS = Object.freeze({
   "claim-send": "a claim's SPEC frame sent by the claiming thread (claimSend) to the parked exec box; off: by the engine's thread at the takeover",
   "hand-stdout": "a process's stdout read by the JS thread itself from its start (BoxOptions.handStdout); off: through the engine's thread",
   "turn-wakes": "the boxes a turn of JS submits after its first, woken once at the turn's end (csrc/napi/turn.c); off: each box wakes the engine's thread as it is submitted",
+  propkeys: "the native entry points' option names kept as JS strings (csrc/napi/propkeys.c); off: each field read by its C string, which V8 looks up in its string table on every read",
   "mcp-early": "a plain run_code/run_command answered by the MCP server itself as its line is read (lib/mcp/server.js #early); off: through the SDK's Protocol",
 });
 
@@ -38,7 +39,7 @@ const OFF = parse(process.env.KERN_SANDBOX_BENCH_OFF, process.env.KERN_SANDBOX_B
 const INIT = OFF.has("inbox-libc") ? process.env.KERN_SANDBOX_BENCH_INIT : null;
 
 // The switches the engine itself checks (configure()'s benchOff).
-const ENGINE_SWITCHES = ["turn-wakes"];
+const ENGINE_SWITCHES = ["turn-wakes", "propkeys"];
 
 /** The engine's switches that are off, as configure() takes them. */
 function engineOff() {

@@ -73,6 +73,8 @@ const PROBE = `
     const w0 = binding.submitWakes();
     const five = await Promise.all(Array.from({ length: 5 }, () => s.run(["echo", "turn"])));
     out.turnWakes = binding.submitWakes() - w0;
+    // propkeys: the option names this process keeps as strings by now.
+    out.propKeys = binding.propKeys();
     out.calls.push([five.every((x) => x.exitCode === 0 && x.stdout === "turn\\n") ? 0 : 1, "turn"]);
     await s.close();
     // bootcache: a fresh image's bytecode after three interpreter boxes.
@@ -163,6 +165,7 @@ describe("bench switches (issue 32: the A/B of each speed mechanism)", function 
     assert.strictEqual(o.hands, 1, "the process's stdout handed to the JS thread");
     assert.strictEqual(o.mcpViaSdk, 1, "the second tools/call answered by the MCP server itself");
     assert.strictEqual(o.turnWakes, 2, "5 boxes of one turn: the first woke the engine, the turn's end the rest");
+    assert.ok(o.propKeys >= 10, `option names kept: ${o.propKeys}`);
     assert.strictEqual(o.bin, true, "the boot's bytecode");
     assert.strictEqual(o.initBinary, built);
     assert.strictEqual(o.init, fs.readFileSync(built).toString("base64"));
@@ -178,6 +181,7 @@ describe("bench switches (issue 32: the A/B of each speed mechanism)", function 
     assert.strictEqual(o.hands, 0);
     assert.strictEqual(o.mcpViaSdk, 2);
     assert.strictEqual(o.turnWakes, 5, "each of the turn's 5 boxes woke the engine");
+    assert.strictEqual(o.propKeys, 0, "every field read by its C string");
     assert.strictEqual(o.bin, false);
     assert.strictEqual(o.initBinary, glibcInit);
     assert.strictEqual(o.init, fs.readFileSync(glibcInit).toString("base64"));
@@ -190,6 +194,7 @@ describe("bench switches (issue 32: the A/B of each speed mechanism)", function 
     assert.ok(o.directs >= 1, `cells sent from the JS thread: ${o.directs}`);
     assert.ok(o.claims >= 1, `claimSend calls: ${o.claims}`);
     assert.strictEqual(o.turnWakes, 2);
+    assert.ok(o.propKeys >= 10, `option names kept: ${o.propKeys}`);
     assert.deepStrictEqual([o.bin, o.initBinary], [false, built]);
   });
 

@@ -391,4 +391,6 @@ export const pendingCloses: (() => number) | undefined;
 /** How many times this environment's box submissions woke the engine: the
  * first box of each turn of JS, and each turn's end that owed one (csrc/napi/turn.c). */
 export const submitWakes: (() => number) | undefined;
+/** How many option names this environment keeps as JS strings (csrc/napi/propkeys.c). */
+export const propKeys: (() => number) | undefined;
 

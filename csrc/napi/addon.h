@@ -45,6 +45,8 @@ struct ks_addon {
   napi_ref end_turn;         /* the microtask that ends the turn */
   bool turn_off;             /* bench switch turn-wakes: every box wakes it */
   uint64_t submit_wakes;     /* wakeups of the engine for submitted boxes (the tests') */
+  struct ks_propkeys *propkeys; /* options' field names (propkeys.h). JS thread only. */
+  bool propkeys_off;             /* bench switch propkeys: every field read by its C string */
 };
 
 /* Records fd (and own_dir, whose ownership moves in) as held by a session:

@@ -12,6 +12,7 @@
 #include "../core/workspace/wswatch.h"
 #include "addon.h"
 #include "call.h"
+#include "propkeys.h"
 
 /* hostFeatures() -> { pidfdOpen, openat2, closeRange }: for doctor(). */
 static napi_value ks__host_features(napi_env env, napi_callback_info info) {
@@ -95,6 +96,7 @@ static napi_value ks__configure(napi_env env, napi_callback_info info) {
   }
   if (off != NULL) {
     addon->turn_off = strstr(off, "turn-wakes") != NULL;
+    addon->propkeys_off = strstr(off, "propkeys") != NULL;
   }
   free(fallback);
   free(tracker);
@@ -133,6 +135,7 @@ static void ks__addon_finalize(napi_env env, void *data, void *hint) {
   if (addon->make_raw != NULL)
     (void) napi_delete_reference(env, addon->make_raw);
   ks_napi_forget_turn(env, addon);
+  ks_propkeys_free(env, &addon->propkeys);
   free(addon);
 }
 

@@ -2,7 +2,9 @@
 #define _GNU_SOURCE
 #include <stdio.h>
 
+#include "addon.h"
 #include "opts.h"
+#include "propkeys.h"
 
 void ks_opts_type_error(const struct ks_opts *o, const char *name, const char *what) {
   char msg[200];
@@ -20,7 +22,12 @@ static napi_valuetype ks__type(napi_env env, napi_value v) {
 bool ks_opts_begin(napi_env env, napi_value v, const char *fn, const char *path,
                    struct ks_opts *o) {
   char msg[160];
+  struct ks_addon *addon = NULL;
   o->env = env;
+  o->keys = napi_get_instance_data(env, (void **) &addon) == napi_ok && addon != NULL &&
+                    !addon->propkeys_off
+                ? &addon->propkeys
+                : NULL;
   o->obj = v;
   o->fn = fn;
   o->path = path;
@@ -34,7 +41,9 @@ bool ks_opts_begin(napi_env env, napi_value v, const char *fn, const char *path,
 bool ks_opt_value(const struct ks_opts *o, const char *name, bool required, napi_value *out,
                   bool *present) {
   napi_valuetype t;
-  if (napi_get_named_property(o->env, o->obj, name, out) != napi_ok) {
+  napi_status st = o->keys != NULL ? ks_propkeys_get(o->env, o->keys, o->obj, name, out)
+                                   : napi_get_named_property(o->env, o->obj, name, out);
+  if (st != napi_ok) {
     ks_napi_throw_last(o->env);
     return false;
   }

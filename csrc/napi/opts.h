@@ -12,8 +12,11 @@
 
 #include "util.h"
 
+struct ks_propkeys;
+
 struct ks_opts {
   napi_env env;
+  struct ks_propkeys **keys; /* the environment's field names (propkeys.h), or NULL */
   napi_value obj;
   const char *fn;   /* the entry point, for messages: "startBox" */
   const char *path; /* the object's own name, for messages: "opts", "opts.init" */
@@ -28,7 +31,7 @@ bool ks_opts_sub(const struct ks_opts *o, const char *name, const char *path, bo
                  struct ks_opts *sub, bool *present);
 
 /* The field's value, or *present false when it is absent (an error if
- * required). */
+ * required). Every name of a field is a string literal (propkeys.h). */
 bool ks_opt_value(const struct ks_opts *o, const char *name, bool required, napi_value *out,
                   bool *present);
 /* A string, copied (free() it); required. */

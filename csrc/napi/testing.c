@@ -1,6 +1,6 @@
 /* The engine's counts the tests' leak census reads (test/00.setup.js,
  * lib/census.js): liveBoxes, tailBoxes, cancelledGroups and pendingCloses;
- * and submitWakes, which the tests of turn.c read.
+ * submitWakes, which the tests of turn.c read; propKeys, propkeys.c's.
  * Compiled only with KS_TEST_NATIVES (binding.gyp's Test, Debug and Tsan
  * configurations): the Release addon users load has none of them, so no
  * user code comes to depend on them (test/16 checks). */
@@ -12,6 +12,7 @@
 #include "../core/box/supervisor.h"
 #include "../core/workspace/closer.h"
 #include "addon.h"
+#include "propkeys.h"
 
 /* One of the supervisor's counts, 0 before it starts. */
 static napi_value ks__sup_count(napi_env env, size_t (*count)(struct ks_sup *)) {
@@ -64,11 +65,22 @@ static napi_value ks__submit_wakes(napi_env env, napi_callback_info info) {
   return out;
 }
 
+/* propKeys(): the field names this environment keeps as strings
+ * (propkeys.c); 0 with the bench switch propkeys off. */
+static napi_value ks__prop_keys(napi_env env, napi_callback_info info) {
+  struct ks_addon *addon;
+  napi_value out;
+  (void) info;
+  KS_NAPI_CALL(env, napi_get_instance_data(env, (void **) &addon));
+  KS_NAPI_CALL(env, napi_create_double(env, (double) ks_propkeys_count(addon->propkeys), &out));
+  return out;
+}
+
 bool ks_napi_init_testing(napi_env env, napi_value exports) {
   static const struct ks_napi_fn fns[] = {
       {"liveBoxes", ks__live_boxes},         {"tailBoxes", ks__tail_boxes},
       {"cancelledGroups", ks__cancelled_groups}, {"pendingCloses", ks__pending_closes},
-      {"submitWakes", ks__submit_wakes},
+      {"submitWakes", ks__submit_wakes},     {"propKeys", ks__prop_keys},
   };
   return ks_napi_export(env, exports, fns, sizeof fns / sizeof fns[0]);
 }
