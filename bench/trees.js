@@ -15,7 +15,8 @@
 // tracked=1: the sessions track
 // files, the package's default, where otherwise trackFiles is false)
 // Prints, per row and tree, the p50 of all calls pooled and the range of
-// the rounds' p50s, and B's pooled p50 over A's.
+// the rounds' p50s, B's pooled p50 over A's, and the rounds in which B's
+// p50 was over A's.
 const path = require("path");
 const fs = require("fs");
 const os = require("os");
@@ -225,13 +226,17 @@ function main() {
     `${rounds} alternated rounds, ${calls} calls per row and round; trackFiles ${tracked === "1"}; ` +
     `${Math.round((Date.now() - t0) / 1000)} s`);
   console.log(`A = ${arms[0]}\nB = ${arms[1]}\n`);
-  console.log("| row | A: p50 of all calls (rounds' p50s) | B: the same | B/A |");
-  console.log("|---|---|---|---|");
+  console.log("| row | A: p50 of all calls (rounds' p50s) | B: the same | B/A | rounds B > A |");
+  console.log("|---|---|---|---|---|");
   for (const [k, name] of ROWS) {
     if (all[0][k].length === 0) continue;
     const [a, b] = [p50(all[0][k]), p50(all[1][k])];
     const range = (t) => `${f(Math.min(...perRound[t][k]))}-${f(Math.max(...perRound[t][k]))}`;
-    console.log(`| ${name} | ${f(a)} ms (${range(0)}) | ${f(b)} ms (${range(1)}) | ${(b / a).toFixed(3)}x |`);
+    // The rounds paired (each ran both arms, one after the other): in how
+    // many B's p50 was over A's, as bench/ab.js counts them.
+    const slower = perRound[1][k].filter((v, i) => v > perRound[0][k][i]).length;
+    console.log(`| ${name} | ${f(a)} ms (${range(0)}) | ${f(b)} ms (${range(1)}) | ${(b / a).toFixed(3)}x | ` +
+      `${slower}/${perRound[1][k].length} |`);
   }
   for (const [name, num, den] of RATIOS) {
     if (all[0][num].length === 0) continue;
