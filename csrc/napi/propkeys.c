@@ -26,7 +26,6 @@ static size_t ks__slot(const char *name) {
 static bool ks__key(napi_env env, struct ks_propkeys **keys, const char *name, napi_value *key) {
   struct ks_propkeys *k = *keys;
   size_t i = ks__slot(name);
-
   napi_value array;
 
   if (k == NULL) {

@@ -472,6 +472,12 @@ void ks__cells_take(struct ks_sup *sup, struct ks_cell *cells, uint64_t now) {
   }
 }
 
+/* SIGINT to a shared kernel; one that cannot be signalled goes. */
+static void ks__kernel_interrupt(struct ks_sup *sup, struct ks_box *box, uint64_t now) {
+  if (ks__pidfd_signal(box->kern->kernel->pidfd, SIGINT) < 0)
+    ks__kernel_kill(sup, box, "the kernel could not be interrupted", now);
+}
+
 /* The current cell's deadline or abort: interrupted in a shared kernel
  * (KeyboardInterrupt in the cell; the state survives), killed in a fork
  * kernel (its parent holds the state). The start of a kernel or a
@@ -491,8 +497,8 @@ static void ks__cell_stop(struct ks_sup *sup, struct ks_box *box, struct ks_cell
   }
   if (k->mode == KS_IP_FORK)
     (void) ks__pidfd_signal(cell->pidfd, SIGKILL); /* or once FORKED names it */
-  else if (ks__pidfd_signal(k->pidfd, SIGINT) < 0)
-    ks__kernel_kill(sup, box, "the kernel could not be interrupted", now);
+  else
+    ks__kernel_interrupt(sup, box, now);
 }
 
 /* A kernel's start still queued: its box's interpreter has not attached,
@@ -571,8 +577,7 @@ static void ks__kernel_sweep(struct ks_sup *sup, struct ks_box *box, uint64_t no
                     now);
   } else if (k->mode != KS_IP_FORK && now >= cell->again_ns) {
     cell->again_ns = now + KS__CELL_AGAIN_NS;
-    if (ks__pidfd_signal(k->pidfd, SIGINT) < 0)
-      ks__kernel_kill(sup, box, "the kernel could not be interrupted", now);
+    ks__kernel_interrupt(sup, box, now);
   }
 }
 
