@@ -32,6 +32,7 @@ const MOVES = {
   "direct-cells": ["kernel"], // a ready kernel's cell, sent without the engine thread's wakeup
   "claim-send": ["prewarmed"], // a claimed exec box's SPEC frame, sent without the engine thread's wakeup
   "hand-stdout": ["processes"], // a process's stdout read by the JS thread, without the engine thread's hop
+  "inline-ends": ["prewarmed"], // two thread switches off the end of a call with little output
   "turn-wakes": ["burst"], // 200 calls issued in one turn: their boxes' start-up off the turn's CPU
   propkeys: ["prewarmed", "perCallOverhead"], // every box's options object read by the JS thread
   "mcp-early": ["integrations"], // an MCP run_code answered without the SDK's dispatch on the box's cores

@@ -12,6 +12,7 @@ const MECHANISMS = Object.freeze({
   "direct-cells": "a kernel's cell sent by the submitting thread (ks_sup_send_cell); off: every cell through the engine's thread",
   "claim-send": "a claim's SPEC frame sent by the claiming thread (claimSend) to the parked exec box; off: by the engine's thread at the takeover",
   "hand-stdout": "a process's stdout read by the JS thread itself from its start (BoxOptions.handStdout); off: through the engine's thread",
+  "inline-ends": "a box whose end costs next to nothing (little output, no change list but a short one) ends on the supervisor's thread (ks__end_inline); off: every box ends through the scan thread",
   "turn-wakes": "the boxes a turn of JS submits after its first, woken once at the turn's end (csrc/napi/turn.c); off: each box wakes the engine's thread as it is submitted",
   propkeys: "the native entry points' option names kept as JS strings (csrc/napi/propkeys.c); off: each field read by its C string, which V8 looks up in its string table on every read",
   "mcp-early": "a plain run_code/run_command answered by the MCP server itself as its line is read (lib/mcp/server.js #early); off: through the SDK's Protocol",
@@ -39,7 +40,7 @@ const OFF = parse(process.env.KERN_SANDBOX_BENCH_OFF, process.env.KERN_SANDBOX_B
 const INIT = OFF.has("inbox-libc") ? process.env.KERN_SANDBOX_BENCH_INIT : null;
 
 // The switches the engine itself checks (configure()'s benchOff).
-const ENGINE_SWITCHES = ["turn-wakes", "propkeys"];
+const ENGINE_SWITCHES = ["inline-ends", "turn-wakes", "propkeys"];
 
 /** The engine's switches that are off, as configure() takes them. */
 function engineOff() {

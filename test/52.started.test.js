@@ -97,9 +97,12 @@ describe("the init's STARTED frame (issue 33)", function () {
     await withSandbox({ prewarm: 1, workspace: ws }, async (s) => {
       await s.run(["true"]);
       await h.poolReady(s);
-      const waiting = h.processes().filter((p) => p.state !== "Z" && p.argv.includes("ks-init") &&
+      // (The pool's box is up once its init waits; the call's own box may
+      // still be going away meanwhile.)
+      const parked = () => h.processes().filter((p) => p.state !== "Z" && p.argv.includes("ks-init") &&
         p.argv.includes("--wait"));
-      assert.ok(waiting.length >= 1, "positive control: the parked init waits");
+      const waiting = await h.waitFor(() => (parked().length >= 1 ? parked() : null), 5000);
+      assert.ok(waiting, "positive control: the parked init waits");
       // The init and its waiting child (both `ks-init --wait`) stopped:
       // the SPEC reaches the box but is never taken.
       for (const p of waiting) process.kill(p.pid, "SIGSTOP");

@@ -314,7 +314,7 @@ export function watchBegin(watch: WsWatch): BegunWatchCall | null;
 
 /** Test switches from process.env (KERN_SANDBOX_FORCE_FALLBACK, KERN_SANDBOX_TRACKER), read
  * by lib/binding.js: the addon itself never calls getenv(). benchOff: the engine's bench
- * switches that are off (lib/benchoff.js engineOff(), a comma list such as "turn-wakes"). */
+ * switches that are off (lib/benchoff.js engineOff(), a comma list such as "inline-ends"). */
 export function configure(forceFallback: string, tracker: string,
   makeRawResult: (...fields: unknown[]) => RawRunResult, benchOff: string): void;
 /** The names of RawRunResult's fields, in the order makeRawResult takes them. */

@@ -95,6 +95,7 @@ static napi_value ks__configure(napi_env env, napi_callback_info info) {
     ks_ws_watch_enable_tracking(strcmp(tracker, "0") != 0);
   }
   if (off != NULL) {
+    ks_sup_bench_off(strstr(off, "inline-ends") != NULL ? KS_SUP_OFF_INLINE_ENDS : 0);
     addon->turn_off = strstr(off, "turn-wakes") != NULL;
     addon->propkeys_off = strstr(off, "propkeys") != NULL;
   }

@@ -214,6 +214,10 @@ static void ks__kill_cancelled(struct ks_sup *sup, struct ks_box *box, uint64_t 
   ks__kill_box(sup, box, now, false);
 }
 
+static _Atomic unsigned ks__bench_off;
+
+void ks_sup_bench_off(unsigned off) { atomic_store(&ks__bench_off, off); }
+
 int ks_sup_start(const struct ks_sup_hooks *hooks, void *ctx, struct ks_sup **ret_sup,
                  struct ks_err *err) {
   struct ks_sup *sup;
@@ -227,6 +231,7 @@ int ks_sup_start(const struct ks_sup_hooks *hooks, void *ctx, struct ks_sup **re
   sup->hooks = *hooks;
   sup->ctx = ctx;
   sup->box_hooks.kill = ks__kill_cancelled;
+  sup->off = atomic_load(&ks__bench_off);
 #ifdef KS_FAILPOINTS
   {
     const char *ms = getenv("KS_FAILPOINT_SUP_TAKE_MS"); /* read here, on the JS thread */

@@ -270,6 +270,7 @@ struct ks_sup {
   struct ks__tail *tails;
   _Atomic size_t tail_count;
   struct ks_sup_hooks hooks;
+  unsigned off; /* bench switches (enum ks_sup_off), fixed at its start */
   void *ctx;
 #ifdef KS_FAILPOINTS
   /* The Debug build's pause after the thread took the commands (from

@@ -267,6 +267,14 @@ int ks_box_take_release(struct ks_box *box);
 /* Frees a request's owned pointers; for callers that never made a box. */
 void ks_box_request_free(struct ks_box_request *req);
 
+/* Bench switches (KERN_SANDBOX_BENCH_OFF via configure(), bench/ab.js):
+ * speed mechanisms a supervisor started after this call runs without, so
+ * that an A/B can measure what each one moves. Nothing else changes. */
+enum ks_sup_off {
+  KS_SUP_OFF_INLINE_ENDS = 1 << 0, /* every box ends through the scan thread */
+};
+void ks_sup_bench_off(unsigned off);
+
 /* Starts the supervisor thread. Returns 0 or a negative errno. */
 int ks_sup_start(const struct ks_sup_hooks *hooks, void *ctx, struct ks_sup **ret_sup,
                  struct ks_err *err);

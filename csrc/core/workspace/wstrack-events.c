@@ -308,6 +308,8 @@ bool ks_ws_tracker_quiet(struct ks_ws_tracker *t) {
   return !t->need_rescan && ioctl(t->ifd, FIONREAD, &avail) == 0 && avail == 0;
 }
 
+size_t ks_ws_tracker_call_size(const struct ks_ws_call *call) { return call->recs.n; }
+
 static void ks__call_free(struct ks_ws_tracker *t, struct ks_ws_call *c) {
   if (c->prev != NULL)
     c->prev->next = c->next;

@@ -145,6 +145,9 @@ int ks_ws_tracker_open(int rootfd, struct ks_ws_tracker **ret, struct ks_err *er
  * due. Same locking as the rest. */
 bool ks_ws_tracker_quiet(struct ks_ws_tracker *t);
 
+/* How many files a call has recorded so far (what ending it would list). */
+size_t ks_ws_tracker_call_size(const struct ks_ws_call *call);
+
 int ks_ws_tracker_begin(struct ks_ws_tracker *t, struct ks_ws_call **ret_call,
                         struct ks_err *err);
 

@@ -154,6 +154,26 @@ int ks_ws_watch_end(struct ks_ws_watch *w, struct ks_ws_watch_call *c,
   return r;
 }
 
+bool ks_ws_watch_try_end(struct ks_ws_watch *w, struct ks_ws_watch_call *c, size_t max_files,
+                         struct ks_ws_change **ret, size_t *ret_n, int *ret_r) {
+  struct ks_err err;
+  bool ok = false;
+
+  if (c->tracked == NULL || pthread_mutex_trylock(&w->lock) != 0)
+    return false;
+  if (w->tracker != NULL && ks_ws_tracker_quiet(w->tracker) &&
+      ks_ws_tracker_call_size(c->tracked) <= max_files) {
+    *ret = NULL;
+    *ret_n = 0;
+    ks_err_clear(&err);
+    *ret_r = ks_ws_tracker_end(w->tracker, c->tracked, ret, ret_n, &err);
+    c->tracked = NULL;
+    ok = true;
+  }
+  pthread_mutex_unlock(&w->lock);
+  return ok;
+}
+
 void ks_ws_watch_abandon(struct ks_ws_watch *w, struct ks_ws_watch_call *c) {
   pthread_mutex_lock(&w->lock);
   if (c->tracked != NULL)

@@ -54,6 +54,13 @@ bool ks_ws_watch_try_begin(struct ks_ws_watch *w, struct ks_ws_watch_call *c);
 int ks_ws_watch_end(struct ks_ws_watch *w, struct ks_ws_watch_call *c,
                     struct ks_ws_change **ret, size_t *ret_n);
 
+/* The same, from any thread, when it costs next to nothing (the tracker is
+ * up and quiet, and the call recorded at most max_files files): true if the
+ * call ended (then as ks_ws_watch_end, with *ret_r its result). Spares a
+ * call's end a hop through the scan thread. */
+bool ks_ws_watch_try_end(struct ks_ws_watch *w, struct ks_ws_watch_call *c, size_t max_files,
+                         struct ks_ws_change **ret, size_t *ret_n, int *ret_r);
+
 /* Releases a call that will never end (its box never ran). */
 void ks_ws_watch_abandon(struct ks_ws_watch *w, struct ks_ws_watch_call *c);
 
