@@ -11,7 +11,8 @@
 //   KERN_BIN=... node bench/pairs.js [pairs=600] [only=GROUP,...] [tracked=1] TREE_A[@off=NAME] TREE_B[@off=NAME]
 // Groups: prewarmed (the default: run(["true"]) and runCode, prewarm: 1,
 // 50 ms apart), close (close() with an idle prewarmed box; after one settled
-// run, prewarm: 0), kernel (kernel() to its first result, prewarmed box).
+// run, prewarm: 0), cells (a kernel's cells back to back, shared and fork),
+// kernel (kernel() to its first result, prewarmed box).
 // An arm's @off= sets KERN_SANDBOX_BENCH_OFF while that tree loads (a tree
 // reads it once, at its load: it applies to that tree only; for two arms of
 // one tree, copy the tree). tracked=1: the sessions track files, the
@@ -58,9 +59,27 @@ function load(spec) {
   }
 }
 
+/** A kernel's cells back to back (as bench/run.js's kernel()): a prewarm: 0
+ * session's kernel per arm, kept for the whole row. */
+function kernelCells(isolation) {
+  return { group: "cells", keep: true, block: 50,
+    ready: async (a, o) => {
+      const s = await new a.Sandbox({ prewarm: 0, ...o }).open();
+      return { s, k: await s.kernel({ isolation }) };
+    },
+    call: async ({ k }) => {
+      const r = await k.runCode("sum(range(1000))");
+      if (r.results[0]?.text !== "499500") throw new Error(`a cell failed: ${JSON.stringify(r)}`);
+    },
+    done: async ({ s, k }) => {
+      await k.close();
+      await s.close();
+    } };
+}
+
 // Each row: its group, and per pair, what each arm readies untimed (ready)
-// and the call timed (call, given what ready returned). A row with `keep`
-// readies once and closes at the end (with `done`).
+// and the call timed (call, given what ready returned), then what ends it
+// (done). A row with `keep` readies once for many pairs (measure()).
 const ROWS = {
   runTrue: { group: "prewarmed", keep: true, gapMs: 50,
     ready: (a, o) => new a.Sandbox({ prewarm: 1, ...o }).open(), call: (s) => s.run(["true"]), done: (s) => s.close() },
@@ -75,29 +94,35 @@ const ROWS = {
       return s;
     },
     call: (s) => s.close() },
+  cellShared: kernelCells("shared"),
+  cellFork: kernelCells("fork"),
   kernel: { group: "kernel", settleMs: 300,
     ready: (a, o) => new a.Sandbox({ prewarm: 1, ...o }).open(),
     call: async (s) => (await s.kernel()).runCode("1"), done: (s) => s.close() },
 };
 
-/** pairs of row's calls, the arms alternated: [[ms of A], [ms of B]]. */
+/** pairs of row's calls, the arms alternated: [[ms of A], [ms of B]]. A
+ * row with `keep` readies anew every `block` pairs (all of them by default):
+ * one kernel's speed differs from another's by a few percent for its whole
+ * life, which a single kernel per arm would count as the trees'. */
 async function measure(row, arms, pairs, opts) {
   const times = [[], []];
-  let kept = row.keep ? await Promise.all(arms.map((a) => row.ready(a, opts))) : null;
-  try {
-    if (kept) for (let k = 0; k < 2; k++) for (let i = 0; i < 10; i++) await row.call(kept[k]); // warm-up
-    for (let i = 0; i < pairs; i++) {
-      const first = Math.random() < 0.5 ? 0 : 1;
-      const ready = kept ?? await Promise.all(arms.map((a) => row.ready(a, opts)));
+  const block = row.keep ? (row.block ?? pairs) : 1;
+  for (let i = 0; i < pairs; i += block) {
+    const ready = await Promise.all(arms.map((a) => row.ready(a, opts)));
+    try {
+      if (row.keep) for (const r of ready) for (let w = 0; w < 10; w++) await row.call(r); // warm-up
       if (row.settleMs) await sleep(row.settleMs);
-      for (const k of [first, 1 - first]) {
-        if (row.gapMs) await sleep(row.gapMs);
-        times[k].push(await timeOne(() => row.call(ready[k])));
+      for (let j = i; j < Math.min(i + block, pairs); j++) {
+        const first = Math.random() < 0.5 ? 0 : 1;
+        for (const k of [first, 1 - first]) {
+          if (row.gapMs) await sleep(row.gapMs);
+          times[k].push(await timeOne(() => row.call(ready[k])));
+        }
       }
-      if (!kept && row.done) await Promise.all(ready.map(row.done));
+    } finally {
+      if (row.done) await Promise.all(ready.map(row.done));
     }
-  } finally {
-    if (kept) await Promise.all(kept.map(row.done));
   }
   return times;
 }

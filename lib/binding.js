@@ -54,6 +54,10 @@ Object.defineProperty(binding, "flavour", { value: flavour });
 // eslint-disable-next-line no-new-func
 const makeRawResult = new Function(...binding.RAW_RESULT_FIELDS,
   `return { ${binding.RAW_RESULT_FIELDS.join(", ")} };`);
+// The same for a kernel message's outcome (RawCellResult, csrc/napi/cell-result.h).
+// eslint-disable-next-line no-new-func
+const makeCellResult = new Function(...binding.CELL_RESULT_FIELDS,
+  `return { ${binding.CELL_RESULT_FIELDS.join(", ")} };`);
 
 // Test switches, read here under Node's environment lock (the addon never
 // calls getenv): KERN_SANDBOX_FORCE_FALLBACK takes the fallback paths a
@@ -61,7 +65,7 @@ const makeRawResult = new Function(...binding.RAW_RESULT_FIELDS,
 // change tracker (README, "How this differs"). The bench switches the
 // engine checks (lib/benchoff.js) go with them.
 binding.configure(process.env.KERN_SANDBOX_FORCE_FALLBACK ?? "",
-  process.env.KERN_SANDBOX_TRACKER ?? "", makeRawResult, benchoff.engineOff());
+  process.env.KERN_SANDBOX_TRACKER ?? "", makeRawResult, benchoff.engineOff(), makeCellResult);
 
 // process.exit() and an uncaught exception end the process without the
 // environment teardown that kills boxes and removes the workspaces sessions

@@ -1,9 +1,10 @@
 "use strict";
 
 // Issue 32: the native contract's tables agree. The raw result of a run is
-// laid out by one table (csrc/napi/raw-result.h): the addon exports its
-// names, lib/binding.js makes its object from them, and types/binding.d.ts
-// must declare exactly those fields.
+// laid out by one table (csrc/napi/raw-result.h), a kernel message's by
+// another (csrc/napi/cell-result.h): the addon exports their names,
+// lib/binding.js makes its objects from them, and types/binding.d.ts must
+// declare exactly those fields.
 const assert = require("assert");
 const fs = require("fs");
 const path = require("path");
@@ -27,6 +28,15 @@ describe("the native contract (issue 32)", function () {
     const table = fs.readFileSync(path.join(h.repo, "csrc/napi/raw-result.h"), "utf8");
     const inTable = [...table.matchAll(/^ {2}X\((\w+),/gm)].map((m) => m[1]);
     assert.deepStrictEqual(inTable, binding.RAW_RESULT_FIELDS, "the addon exports the table's names");
+    assert.deepStrictEqual(inTable.slice(-2), ["stdout", "stderr"], "the output comes last");
+  });
+
+  it("RawCellResult in types/binding.d.ts has exactly the fields of csrc/napi/cell-result.h", function () {
+    const declared = interfaceFields(path.join(h.repo, "types/binding.d.ts"), "RawCellResult");
+    assert.deepStrictEqual([...declared].sort(), [...binding.CELL_RESULT_FIELDS].sort());
+    const table = fs.readFileSync(path.join(h.repo, "csrc/napi/cell-result.h"), "utf8");
+    const inTable = [...table.matchAll(/^ {2}X\((\w+),/gm)].map((m) => m[1]);
+    assert.deepStrictEqual(inTable, binding.CELL_RESULT_FIELDS, "the addon exports the table's names");
     assert.deepStrictEqual(inTable.slice(-2), ["stdout", "stderr"], "the output comes last");
   });
 

@@ -200,7 +200,8 @@ export interface BegunWatchCall {
   readonly __brand: "BegunWatchCall";
 }
 
-/** What one kernel message (its start, a cell, a rollback) came to. */
+/** What one kernel message (its start, a cell, a rollback) came to. Its fields are those of
+ * csrc/napi/cell-result.h (CELL_RESULT_FIELDS; test/16 checks them). */
 export interface RawCellResult {
   /** done: DONE; ended: the cell's process died (fork) or a rollback ended; ready: the kernel
    * started; dead: the kernel is gone (why); none: no such kernel; skipped: aborted before it ran. */
@@ -316,9 +317,12 @@ export function watchBegin(watch: WsWatch): BegunWatchCall | null;
  * by lib/binding.js: the addon itself never calls getenv(). benchOff: the engine's bench
  * switches that are off (lib/benchoff.js engineOff(), a comma list such as "inline-ends"). */
 export function configure(forceFallback: string, tracker: string,
-  makeRawResult: (...fields: unknown[]) => RawRunResult, benchOff: string): void;
+  makeRawResult: (...fields: unknown[]) => RawRunResult, benchOff: string,
+  makeCellResult: (...fields: unknown[]) => RawCellResult): void;
 /** The names of RawRunResult's fields, in the order makeRawResult takes them. */
 export const RAW_RESULT_FIELDS: readonly (keyof RawRunResult)[];
+/** The names of RawCellResult's fields, in the order makeCellResult takes them. */
+export const CELL_RESULT_FIELDS: readonly (keyof RawCellResult)[];
 /** The constants lib/ shares with the engine, the init and the interpreter, from their one
  * definition (csrc/init/protocol.h, csrc/core/box/interp.h; csrc/napi/protocol.c). */
 export const PROTOCOL: Readonly<{

@@ -26,6 +26,7 @@ struct ks_addon {
   struct ks_sup *sup;            /* started on the first run */
   napi_threadsafe_function tsfn; /* the supervisor's only way into JS */
   napi_ref make_raw;             /* lib/binding.js's makeRawResult (configure) */
+  napi_ref make_cell;            /* lib/binding.js's makeCellResult (configure) */
   size_t loop_holds;             /* JS thread only: run.c, ks_napi_loop_hold */
   bool shut_down;
   struct ks_held *held;          /* JS thread only */

@@ -61,28 +61,34 @@ static napi_value ks__configure(napi_env env, napi_callback_info info) {
       {"memfd", KS_FEATURE_MEMFD},
       {"pidfd_pgrp", KS_FEATURE_PIDFD_PGRP},
   };
-  size_t argc = 4;
-  napi_value argv[4];
+  size_t argc = 5;
+  napi_value argv[5];
   char *fallback;
   char *tracker;
   char *off;
   unsigned features = 0;
   napi_valuetype type = napi_undefined;
+  napi_valuetype type_cell = napi_undefined;
   struct ks_addon *addon;
 
   KS_NAPI_CALL(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
-  if (argc == 4)
+  if (argc == 5) {
     KS_NAPI_CALL(env, napi_typeof(env, argv[2], &type));
-  if (argc != 4 || type != napi_function) {
+    KS_NAPI_CALL(env, napi_typeof(env, argv[4], &type_cell));
+  }
+  if (argc != 5 || type != napi_function || type_cell != napi_function) {
     napi_throw_type_error(env, "ERR_INVALID_ARG_TYPE",
-                          "configure(forceFallback, tracker, makeRawResult, benchOff)");
+                          "configure(forceFallback, tracker, makeRawResult, benchOff, makeCellResult)");
     return NULL;
   }
   KS_NAPI_CALL(env, napi_get_instance_data(env, (void **) &addon));
-  if (addon->make_raw != NULL)
-    KS_NAPI_CALL(env, napi_delete_reference(env, addon->make_raw));
-  addon->make_raw = NULL;
-  KS_NAPI_CALL(env, napi_create_reference(env, argv[2], 1, &addon->make_raw));
+  for (int i = 0; i < 2; i++) {
+    napi_ref *maker = i == 0 ? &addon->make_raw : &addon->make_cell;
+    if (*maker != NULL)
+      KS_NAPI_CALL(env, napi_delete_reference(env, *maker));
+    *maker = NULL;
+    KS_NAPI_CALL(env, napi_create_reference(env, argv[i == 0 ? 2 : 4], 1, maker));
+  }
   fallback = ks_napi_get_string(env, argv[0], NULL);
   tracker = fallback != NULL ? ks_napi_get_string(env, argv[1], NULL) : NULL;
   off = tracker != NULL ? ks_napi_get_string(env, argv[3], NULL) : NULL;
@@ -135,6 +141,8 @@ static void ks__addon_finalize(napi_env env, void *data, void *hint) {
    * and instance data is finalized before those are unlinked. */
   if (addon->make_raw != NULL)
     (void) napi_delete_reference(env, addon->make_raw);
+  if (addon->make_cell != NULL)
+    (void) napi_delete_reference(env, addon->make_cell);
   ks_napi_forget_turn(env, addon);
   ks_propkeys_free(env, &addon->propkeys);
   free(addon);

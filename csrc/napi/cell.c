@@ -3,8 +3,8 @@
  * gone. The kernel box itself is a startKernel() box with a kernelKey; cells name it by
  * that key and run in the order they are submitted.
  *
- * kernelCell(kernelKey, id, type, a, b, body, timeoutMs, cap, onStdout,
- *            onStderr, cancelKey, direct) -> Promise<RawCellResult>
+ * kernelCell({ kernelKey, id, type, a, b, body, timeoutMs, maxOutputBytes,
+ *              onStdout, onStderr, cancelKey, direct }) -> Promise<RawCellResult>
  *   type: "kernel" (a: mode 1 shared / 2 fork, b: checkpoints, body: the
  *   driver's source), "cell" (a: resultMax, b: 1 for rich results, body:
  *   the code) or "rollback" (a: n). body: a Buffer or null. direct: the
@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "call.h"
+#include "cell-result.h"
 #include "opts.h"
 
 static const struct {
@@ -49,49 +50,25 @@ static napi_value ks__string(napi_env env, const char *s) {
   return v;
 }
 
-#define KS__SET_NUM(name, v) ks_napi_set(env, obj, name, ks_napi_number(env, (double) (v)))
+/* The raw outcome of a cell (lib/kernel.js shapes it), made by
+ * lib/binding.js's makeCellResult from the fields of cell-result.h. */
+#define KS__CELL_INDEX(name, value) KS__CELL_##name,
+enum { KS_CELL_RESULT_FIELDS(KS__CELL_INDEX) KS__CELL_FIELDS };
+#undef KS__CELL_INDEX
 
-/* The raw outcome of a cell (lib/kernel.js shapes it). */
 static napi_value ks__cell_object(napi_env env, struct ks_napi_call *call, struct ks_cell *cell) {
   struct ks_cell_result *res = ks_cell_result(cell);
   const struct ks_ip_done *d = &res->done;
   const struct ks_ip_ended *e = &res->ended;
   bool ended = res->how == KS_CELL_ENDED;
-  napi_value obj;
-  napi_value results;
-  napi_value out;
+  napi_value v[KS__CELL_FIELDS];
 
-  if (napi_create_object(env, &obj) != napi_ok)
+#define KS__CELL_VALUE(name, value)                                                              \
+  if ((v[KS__CELL_##name] = (value)) == NULL)                                                     \
     return NULL;
-  results = ks_napi_results_value(env, &res->results);
-  if (results == NULL || !ks_napi_set(env, obj, "how", ks__string(env, ks__how_name(res->how))) ||
-      !KS__SET_NUM("end", d->end) || !KS__SET_NUM("value", d->value) ||
-      !KS__SET_NUM("depth", ended ? e->depth : d->depth) ||
-      !KS__SET_NUM("waitStatus", e->wait_status) || !KS__SET_NUM("mode", res->ready.mode) ||
-      !KS__SET_NUM("pid", res->ready.pid) ||
-      !ks_napi_set(env, obj, "timedOut", ks_napi_bool(env, res->timed_out)) ||
-      !ks_napi_set(env, obj, "cancelled", ks_napi_bool(env, res->cancelled)) ||
-      !ks_napi_set(env, obj, "why", ks__string(env, res->why)) ||
-      !KS__SET_NUM("stdoutDiscarded", res->out[KS_STDOUT].discarded) ||
-      !KS__SET_NUM("stderrDiscarded", res->out[KS_STDERR].discarded) ||
-      !KS__SET_NUM("stdoutMissedChunks", atomic_load(&call->missed_chunks[KS_STDOUT])) ||
-      !KS__SET_NUM("stderrMissedChunks", atomic_load(&call->missed_chunks[KS_STDERR])) ||
-      !KS__SET_NUM("stdoutMissedBytes", atomic_load(&call->missed_bytes[KS_STDOUT])) ||
-      !KS__SET_NUM("stderrMissedBytes", atomic_load(&call->missed_bytes[KS_STDERR])) ||
-      !ks_napi_set(env, obj, "results", results) ||
-      !ks_napi_set(env, obj, "resultsDropped", ks_napi_bool(env, res->results.dropped)) ||
-      !KS__SET_NUM("durationMs", (double) res->duration_ns / 1e6) ||
-      !KS__SET_NUM("userCpuMs", (double) (ended ? e->utime_us : d->utime_us) / 1e3) ||
-      !KS__SET_NUM("systemCpuMs", (double) (ended ? e->stime_us : d->stime_us) / 1e3) ||
-      !KS__SET_NUM("maxRssKb", ended ? e->maxrss_kb : d->maxrss_kb))
-    return NULL;
-  out = ks_napi_take_output(env, &call->output, &res->out[KS_STDOUT], KS_STDOUT);
-  if (out == NULL || !ks_napi_set(env, obj, "stdout", out))
-    return NULL;
-  out = ks_napi_take_output(env, &call->output, &res->out[KS_STDERR], KS_STDERR);
-  if (out == NULL || !ks_napi_set(env, obj, "stderr", out))
-    return NULL;
-  return obj;
+  KS_CELL_RESULT_FIELDS(KS__CELL_VALUE)
+#undef KS__CELL_VALUE
+  return ks_napi_make(env, call->addon->make_cell, KS__CELL_FIELDS, v);
 }
 
 /* The call's settle hook (call.h): the cell's promise from its end. */
@@ -217,8 +194,14 @@ fail:
 }
 
 bool ks_napi_init_cell(napi_env env, napi_value exports) {
+  static const char *const names[] = {
+#define KS__CELL_NAME(name, value) #name,
+      KS_CELL_RESULT_FIELDS(KS__CELL_NAME)
+#undef KS__CELL_NAME
+  };
   napi_value fn;
   return napi_create_function(env, "kernelCell", NAPI_AUTO_LENGTH, ks__kernel_cell, NULL, &fn) ==
              napi_ok &&
-         ks_napi_set(env, exports, "kernelCell", fn);
+         ks_napi_set(env, exports, "kernelCell", fn) &&
+         ks_napi_export_names(env, exports, "CELL_RESULT_FIELDS", names, KS__CELL_FIELDS);
 }

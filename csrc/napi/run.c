@@ -74,22 +74,13 @@ enum { KS_RAW_RESULT_FIELDS(KS__RAW_INDEX) KS__RAW_FIELDS };
 static napi_value ks__result_object(napi_env env, struct ks_napi_call *run, struct ks_box *box) {
   struct ks_box_result *res = ks_box_result(box);
   napi_value v[KS__RAW_FIELDS];
-  napi_value maker;
-  napi_value undefined;
-  napi_value obj;
 
-  if (run->addon->make_raw == NULL ||
-      napi_get_reference_value(env, run->addon->make_raw, &maker) != napi_ok || maker == NULL ||
-      napi_get_undefined(env, &undefined) != napi_ok)
-    return NULL;
 #define KS__RAW_VALUE(name, value)                                                               \
   if ((v[KS__RAW_##name] = (value)) == NULL)                                                      \
     return NULL;
   KS_RAW_RESULT_FIELDS(KS__RAW_VALUE)
 #undef KS__RAW_VALUE
-  if (napi_call_function(env, undefined, maker, KS__RAW_FIELDS, v, &obj) != napi_ok)
-    return NULL;
-  return obj;
+  return ks_napi_make(env, run->addon->make_raw, KS__RAW_FIELDS, v);
 }
 
 /* RAW_RESULT_FIELDS: the names makeRawResult takes, in order. */
@@ -99,16 +90,7 @@ static bool ks__export_raw_fields(napi_env env, napi_value exports) {
       KS_RAW_RESULT_FIELDS(KS__RAW_NAME)
 #undef KS__RAW_NAME
   };
-  napi_value arr;
-  napi_value s;
-  if (napi_create_array_with_length(env, KS__RAW_FIELDS, &arr) != napi_ok)
-    return false;
-  for (uint32_t i = 0; i < KS__RAW_FIELDS; i++) {
-    if (napi_create_string_utf8(env, names[i], NAPI_AUTO_LENGTH, &s) != napi_ok ||
-        napi_set_element(env, arr, i, s) != napi_ok)
-      return false;
-  }
-  return ks_napi_set(env, exports, "RAW_RESULT_FIELDS", arr);
+  return ks_napi_export_names(env, exports, "RAW_RESULT_FIELDS", names, KS__RAW_FIELDS);
 }
 
 /* The call's settle hook (call.h): the run's promise from its box. */

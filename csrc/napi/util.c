@@ -35,6 +35,31 @@ bool ks_napi_export(napi_env env, napi_value exports, const struct ks_napi_fn *f
   return true;
 }
 
+bool ks_napi_export_names(napi_env env, napi_value exports, const char *key,
+                          const char *const *names, uint32_t n) {
+  napi_value arr;
+  napi_value s;
+  if (napi_create_array_with_length(env, n, &arr) != napi_ok)
+    return false;
+  for (uint32_t i = 0; i < n; i++) {
+    if (napi_create_string_utf8(env, names[i], NAPI_AUTO_LENGTH, &s) != napi_ok ||
+        napi_set_element(env, arr, i, s) != napi_ok)
+      return false;
+  }
+  return ks_napi_set(env, exports, key, arr);
+}
+
+napi_value ks_napi_make(napi_env env, napi_ref maker, size_t n, const napi_value *v) {
+  napi_value fn;
+  napi_value undefined;
+  napi_value obj;
+  if (maker == NULL || napi_get_reference_value(env, maker, &fn) != napi_ok || fn == NULL ||
+      napi_get_undefined(env, &undefined) != napi_ok ||
+      napi_call_function(env, undefined, fn, n, v, &obj) != napi_ok)
+    return NULL;
+  return obj;
+}
+
 napi_value ks_napi_system_error(napi_env env, const struct ks_err *err) {
   const char *code = ks_errno_code(err->errnum);
   const char *syscall = err->syscall != NULL ? err->syscall : "unknown";

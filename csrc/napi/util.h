@@ -4,6 +4,17 @@
 
 #ifndef NAPI_VERSION
 #define NAPI_VERSION 8
+/* exports[key]: the array of names (a result table's, raw-result.h and
+ * cell-result.h), in order. */
+bool ks_napi_export_names(napi_env env, napi_value exports, const char *key,
+                          const char *const *names, uint32_t n);
+
+/* The object maker (a function configure() was given) makes of the n
+ * values, in the order of its table: one call into JS and an object literal
+ * of a fixed shape, far cheaper than named properties set from C. NULL,
+ * with an exception pending or not, if it cannot be made. */
+napi_value ks_napi_make(napi_env env, napi_ref maker, size_t n, const napi_value *v);
+
 /* obj[name], or undefined. */
 napi_value ks_napi_prop(napi_env env, napi_value obj, const char *name);
 bool ks_napi_is_function(napi_env env, napi_value v);
@@ -80,6 +91,17 @@ struct ks_napi_fn {
 /* Sets exports[fns[i].name] to a function calling fns[i].cb, for each of n;
  * false on failure. */
 bool ks_napi_export(napi_env env, napi_value exports, const struct ks_napi_fn *fns, size_t n);
+
+/* exports[key]: the array of names (a result table's, raw-result.h and
+ * cell-result.h), in order. */
+bool ks_napi_export_names(napi_env env, napi_value exports, const char *key,
+                          const char *const *names, uint32_t n);
+
+/* The object maker (a function configure() was given) makes of the n
+ * values, in the order of its table: one call into JS and an object literal
+ * of a fixed shape, far cheaper than named properties set from C. NULL,
+ * with an exception pending or not, if it cannot be made. */
+napi_value ks_napi_make(napi_env env, napi_ref maker, size_t n, const napi_value *v);
 
 /* obj[name], or undefined. */
 napi_value ks_napi_prop(napi_env env, napi_value obj, const char *name);
