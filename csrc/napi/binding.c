@@ -35,10 +35,18 @@ static napi_value ks__host_features(napi_env env, napi_callback_info info) {
   return obj;
 }
 
-/* configure(forceFallback, tracker, makeRawResult, benchOff), called by lib/binding.js with
- * process.env's values: read there, under Node's own environment lock, not
- * with getenv() here, which would race with a main thread writing
- * process.env while a Worker loads the addon.
+/* *ref = a reference to fn, replacing the one a configure() before kept. */
+static bool ks__keep_maker(napi_env env, napi_ref *ref, napi_value fn) {
+  if (*ref != NULL && napi_delete_reference(env, *ref) != napi_ok)
+    return false;
+  *ref = NULL;
+  return napi_create_reference(env, fn, 1, ref) == napi_ok;
+}
+
+/* configure(forceFallback, tracker, makeRawResult, benchOff, makeCellResult),
+ * called by lib/binding.js with process.env's values: read there, under
+ * Node's own environment lock, not with getenv() here, which would race with
+ * a main thread writing process.env while a Worker loads the addon.
  *
  * forceFallback (KERN_SANDBOX_FORCE_FALLBACK): a list such as
  * "openat2,clone_pidfd,close_range,memfd,pidfd_pgrp", or "all": the addon
@@ -49,7 +57,8 @@ static napi_value ks__host_features(napi_env env, napi_callback_info info) {
  * that raise no inotify events). makeRawResult: the function that makes a
  * run's raw outcome from its fields (csrc/napi/run.c). benchOff
  * (KERN_SANDBOX_BENCH_OFF, checked by lib/benchoff.js): the engine's speed
- * mechanisms to run without, for bench/ab.js's A/B. */
+ * mechanisms to run without, for bench/ab.js's A/B. makeCellResult: the same as
+ * makeRawResult for a kernel message's outcome (csrc/napi/cell.c). */
 static napi_value ks__configure(napi_env env, napi_callback_info info) {
   static const struct {
     const char *name;
@@ -82,12 +91,10 @@ static napi_value ks__configure(napi_env env, napi_callback_info info) {
     return NULL;
   }
   KS_NAPI_CALL(env, napi_get_instance_data(env, (void **) &addon));
-  for (int i = 0; i < 2; i++) {
-    napi_ref *maker = i == 0 ? &addon->make_raw : &addon->make_cell;
-    if (*maker != NULL)
-      KS_NAPI_CALL(env, napi_delete_reference(env, *maker));
-    *maker = NULL;
-    KS_NAPI_CALL(env, napi_create_reference(env, argv[i == 0 ? 2 : 4], 1, maker));
+  if (!ks__keep_maker(env, &addon->make_raw, argv[2]) ||
+      !ks__keep_maker(env, &addon->make_cell, argv[4])) {
+    ks_napi_throw_last(env);
+    return NULL;
   }
   fallback = ks_napi_get_string(env, argv[0], NULL);
   tracker = fallback != NULL ? ks_napi_get_string(env, argv[1], NULL) : NULL;

@@ -4,28 +4,6 @@
 
 #ifndef NAPI_VERSION
 #define NAPI_VERSION 8
-/* exports[key]: the array of names (a result table's, raw-result.h and
- * cell-result.h), in order. */
-bool ks_napi_export_names(napi_env env, napi_value exports, const char *key,
-                          const char *const *names, uint32_t n);
-
-/* The object maker (a function configure() was given) makes of the n
- * values, in the order of its table: one call into JS and an object literal
- * of a fixed shape, far cheaper than named properties set from C. NULL,
- * with an exception pending or not, if it cannot be made. */
-napi_value ks_napi_make(napi_env env, napi_ref maker, size_t n, const napi_value *v);
-
-/* obj[name], or undefined. */
-napi_value ks_napi_prop(napi_env env, napi_value obj, const char *name);
-bool ks_napi_is_function(napi_env env, napi_value v);
-/* A group, call or kernel key: an integer from 0 (none) up to 2^53 - 1;
- * false with a RangeError naming what otherwise. */
-bool ks_napi_get_key(napi_env env, napi_value v, const char *what, uint64_t *out);
-/* A whole number from 0 up to max; false with a RangeError otherwise. */
-bool ks_napi_get_count(napi_env env, napi_value v, const char *what, double max, double *out);
-/* A Buffer's bytes; false with a TypeError if v is not one. */
-bool ks_napi_get_buffer(napi_env env, napi_value v, void **data, size_t *len);
-
 #endif
 #include <node_api.h>
 #include <stdbool.h>
